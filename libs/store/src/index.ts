@@ -1,2 +1,18 @@
 export { migrate, dropSchema, assertSchemaName, OUTBOX_PUBLICATION } from './migrate.js';
 export type { MigrateOptions, MigrateResult } from './migrate.js';
+export { createPool, inTransaction } from './pool.js';
+export type { PoolOptions } from './pool.js';
+export { FencedError } from './fencing.js';
+export { partitionClaim, partitionAdvanceOffset, partitionOwnerList } from './partition-store.js';
+export type { PartitionOwnership, OwnerRow } from './partition-store.js';
+export { commandMarkApplied, jobCreateBatch, jobCancel, jobReschedule } from './job-apply.js';
+export type { NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
+export {
+  jobClaimDue,
+  jobReconcileDue,
+  outboxInsert,
+  leaseReap,
+  jobLoadWindow,
+  pruneOlderThan,
+} from './job-claim.js';
+export type { ClaimedJob, OutboxRow, ReapedJob } from './job-claim.js';

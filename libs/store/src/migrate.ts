@@ -66,17 +66,22 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');
-        throw Object.assign(new Error(`migration ${file} failed in schema ${schema}: ${(err as Error).message}`), {
-          code: 'SCHED_E_MIGRATION_FAILED',
-          retriable: false,
-          cause: err,
-        });
+        throw Object.assign(
+          new Error(`migration ${file} failed in schema ${schema}: ${(err as Error).message}`),
+          {
+            code: 'SCHED_E_MIGRATION_FAILED',
+            retriable: false,
+            cause: err,
+          },
+        );
       }
       applied.push(file);
     }
     if (options.publishOutbox ?? true) await publishOutbox(client, schema);
   } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`sched.migrate.${schema}`]).catch(() => {});
+    await client
+      .query('SELECT pg_advisory_unlock(hashtext($1))', [`sched.migrate.${schema}`])
+      .catch(() => {});
     await client.end();
   }
   return { schema, applied };

@@ -1,0 +1,264 @@
+import {
+  Kafka,
+  logLevel,
+  type Consumer,
+  type EachBatchPayload,
+  type IHeaders,
+  type LogEntry,
+  type Producer,
+} from 'kafkajs';
+import type { Logger } from '@sched/logging';
+import type {
+  GroupConsumer,
+  GroupConsumerHandlers,
+  GroupConsumerOptions,
+  HeaderValue,
+  InboundMessage,
+  KafkaPort,
+  MessageProducer,
+  TopicSpec,
+} from './port.js';
+
+export interface KafkajsOptions {
+  clientId: string;
+  brokers: string[];
+  logger: Logger;
+  connectionTimeoutMs?: number;
+}
+
+/** The KafkaPort over kafkajs 2.x. */
+export function kafkajsPort(options: KafkajsOptions): KafkaPort {
+  const log = options.logger;
+  const kafka = new Kafka({
+    clientId: options.clientId,
+    brokers: options.brokers,
+    connectionTimeout: options.connectionTimeoutMs ?? 3000,
+    retry: { initialRetryTime: 100, retries: 8 },
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log: entry }: LogEntry) => {
+        const { message, ...rest } = entry;
+        const line = { kafkajs: true, ...rest };
+        if (level <= logLevel.ERROR) log.error(line, message);
+        else if (level === logLevel.WARN) log.warn(line, message);
+        else log.debug(line, message);
+      },
+  });
+
+  return {
+    async producer(opts = {}) {
+      const idempotent = opts.idempotent ?? true;
+      const producer = kafka.producer({
+        idempotent,
+        // Ordering per partition with retries needs a single in-flight request when idempotent.
+        maxInFlightRequests: idempotent ? 1 : 5,
+        allowAutoTopicCreation: false,
+      });
+      await producer.connect();
+      return new KafkajsProducer(producer);
+    },
+    groupConsumer(opts, handlers) {
+      return new KafkajsGroupConsumer(kafka, opts, handlers, log);
+    },
+    async admin() {
+      const admin = kafka.admin();
+      await admin.connect();
+      return {
+        async ensureTopics(topics: TopicSpec[]) {
+          const existing = new Set(await admin.listTopics());
+          const missing = topics.filter((t) => !existing.has(t.topic));
+          if (missing.length === 0) return;
+          await admin.createTopics({
+            waitForLeaders: true,
+            topics: missing.map((t) => ({
+              topic: t.topic,
+              numPartitions: t.partitions,
+              replicationFactor: 1,
+              configEntries: Object.entries(t.config ?? {}).map(([name, value]) => ({ name, value })),
+            })),
+          });
+        },
+        async partitionCount(topic: string) {
+          const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+          return meta.topics[0]?.partitions.length ?? 0;
+        },
+        async groupLag(groupId: string, topic: string) {
+          const ends = await admin.fetchTopicOffsets(topic);
+          const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
+          const byPartition = new Map(
+            committed[0]?.partitions.map((p) => [p.partition, Number(p.offset)]) ?? [],
+          );
+          let lag = 0;
+          for (const e of ends) {
+            const c = byPartition.get(e.partition) ?? -1;
+            lag += Number(e.high) - Math.max(c, Number(e.low));
+          }
+          return lag;
+        },
+        async disconnect() {
+          await admin.disconnect();
+        },
+      };
+    },
+  };
+}
+
+class KafkajsProducer implements MessageProducer {
+  constructor(private readonly producer: Producer) {}
+
+  async send(topic: string, messages: Parameters<MessageProducer['send']>[1]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.producer.send({
+      topic,
+      acks: -1,
+      messages: messages.map((m) => ({
+        key: m.key ?? null,
+        value: m.value,
+        headers: m.headers as IHeaders | undefined,
+        partition: m.partition,
+      })),
+    });
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer.disconnect();
+  }
+}
+
+/**
+ * Consumer-group membership with explicit assignment callbacks. kafkajs reports a new
+ * assignment through the GROUP_JOIN event without awaiting listeners, so transitions are
+ * chained on a promise that every batch awaits first: `onAssigned` for a partition always
+ * completes before its first batch is handled.
+ */
+class KafkajsGroupConsumer implements GroupConsumer {
+  private readonly consumer: Consumer;
+  private owned = new Map<string, number[]>();
+  private transition: Promise<void> = Promise.resolve();
+  private rebalancing = false;
+  private running = false;
+
+  constructor(
+    kafka: Kafka,
+    private readonly opts: GroupConsumerOptions,
+    private readonly handlers: GroupConsumerHandlers,
+    private readonly log: Logger,
+  ) {
+    this.consumer = kafka.consumer({
+      groupId: opts.groupId,
+      sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
+      heartbeatInterval: opts.heartbeatIntervalMs ?? 3_000,
+      rebalanceTimeout: opts.rebalanceTimeoutMs ?? 60_000,
+      maxWaitTimeInMs: opts.maxWaitTimeMs ?? 100,
+      minBytes: 1,
+      maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
+      allowAutoTopicCreation: false,
+      retry: { retries: 10 },
+    });
+    const { GROUP_JOIN, REBALANCING, CRASH, STOP } = this.consumer.events;
+    this.consumer.on(REBALANCING, () => {
+      this.rebalancing = true;
+    });
+    this.consumer.on(GROUP_JOIN, (e) => {
+      this.rebalancing = false;
+      const next = new Map<string, number[]>();
+      for (const [topic, parts] of Object.entries(e.payload.memberAssignment))
+        next.set(
+          topic,
+          [...parts].sort((a, b) => a - b),
+        );
+      this.chain(() => this.applyAssignment(next));
+    });
+    this.consumer.on(CRASH, (e) => {
+      this.log.warn(
+        { err: e.payload.error, restart: e.payload.restart },
+        'consumer crashed; releasing partitions',
+      );
+      this.chain(() => this.applyAssignment(new Map()));
+    });
+    this.consumer.on(STOP, () => {
+      this.chain(() => this.applyAssignment(new Map()));
+    });
+  }
+
+  assignment(): Map<string, number[]> {
+    return new Map(this.owned);
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    await this.consumer.connect();
+    await this.consumer.subscribe({
+      topics: this.opts.topics,
+      fromBeginning: this.opts.fromBeginning ?? true,
+    });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
+      eachBatch: (payload) => this.handleBatch(payload),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.consumer.disconnect();
+    await this.transition;
+  }
+
+  private chain(step: () => Promise<void>): void {
+    this.transition = this.transition.then(step).catch((err: unknown) => {
+      this.log.error({ err }, 'partition assignment transition failed');
+    });
+  }
+
+  private async applyAssignment(next: Map<string, number[]>): Promise<void> {
+    const topics = new Set([...this.owned.keys(), ...next.keys()]);
+    for (const topic of topics) {
+      const before = new Set(this.owned.get(topic) ?? []);
+      const after = new Set(next.get(topic) ?? []);
+      const revoked = [...before].filter((p) => !after.has(p));
+      const assigned = [...after].filter((p) => !before.has(p));
+      if (revoked.length > 0) await this.handlers.onRevoked?.(topic, revoked);
+      if (assigned.length > 0) await this.handlers.onAssigned?.(topic, assigned);
+    }
+    this.owned = next;
+  }
+
+  private async handleBatch(payload: EachBatchPayload): Promise<void> {
+    await this.transition;
+    const { batch } = payload;
+    if (batch.messages.length === 0) return;
+    const messages: InboundMessage[] = batch.messages.map((m) => ({
+      topic: batch.topic,
+      partition: batch.partition,
+      offset: m.offset,
+      key: m.key,
+      value: m.value,
+      headers: normaliseHeaders(m.headers),
+      timestampMs: Number(m.timestamp),
+    }));
+    await this.handlers.onBatch(
+      { topic: batch.topic, partition: batch.partition, messages },
+      {
+        heartbeat: () => payload.heartbeat(),
+        isStale: () => this.rebalancing || !this.running || payload.isStale() || !payload.isRunning(),
+      },
+    );
+    const last = batch.messages[batch.messages.length - 1]!.offset;
+    payload.resolveOffset(last);
+    await this.consumer.commitOffsets([
+      { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() },
+    ]);
+  }
+}
+
+function normaliseHeaders(h: IHeaders | undefined): Record<string, HeaderValue | undefined> {
+  const out: Record<string, HeaderValue | undefined> = {};
+  if (!h) return out;
+  for (const [k, v] of Object.entries(h)) {
+    out[k] = Array.isArray(v) ? (v[v.length - 1] as HeaderValue | undefined) : (v as HeaderValue | undefined);
+  }
+  return out;
+}

@@ -1,0 +1,99 @@
+/**
+ * Our own small view of Kafka. Everything above this line speaks these types; the kafkajs
+ * adapter (`kafkajs-adapter.ts`) is the only file that knows kafkajs exists, so the client can be
+ * swapped (kafkajs is unmaintained upstream) by writing one new adapter.
+ */
+
+export type HeaderValue = Buffer | string;
+
+export interface InboundMessage {
+  topic: string;
+  partition: number;
+  /** Offset as a decimal string (64-bit). */
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, HeaderValue | undefined>;
+  /** Broker/producer timestamp, ms since epoch. */
+  timestampMs: number;
+}
+
+export interface OutboundMessage {
+  key?: string | Buffer | null;
+  value: Buffer | string | null;
+  headers?: Record<string, HeaderValue>;
+  partition?: number;
+}
+
+export interface MessageProducer {
+  /** Sends and waits for the broker's acknowledgement (acks=all). Batches are sent as one request per partition. */
+  send(topic: string, messages: OutboundMessage[]): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+export interface PartitionBatch {
+  topic: string;
+  partition: number;
+  messages: InboundMessage[];
+}
+
+export interface BatchControl {
+  /** Keeps the group membership alive during long batch work. */
+  heartbeat(): Promise<void>;
+  /** True once a rebalance has started or the consumer is stopping: finish quickly. */
+  isStale(): boolean;
+}
+
+export interface GroupConsumerHandlers {
+  /** Called with the partitions newly assigned to this member (after a join), before any batch of them. */
+  onAssigned?(topic: string, partitions: number[]): Promise<void>;
+  /** Called with the partitions this member no longer owns (after a rejoin, a crash or stop). */
+  onRevoked?(topic: string, partitions: number[]): Promise<void>;
+  /**
+   * One fetched batch of one partition. When the promise resolves, the offset after the last
+   * message is committed; when it rejects, nothing is committed and the batch is fetched again.
+   */
+  onBatch(batch: PartitionBatch, control: BatchControl): Promise<void>;
+}
+
+export interface GroupConsumerOptions {
+  groupId: string;
+  topics: string[];
+  /** Start from the earliest offset when the group has none. Default true. */
+  fromBeginning?: boolean;
+  sessionTimeoutMs?: number;
+  heartbeatIntervalMs?: number;
+  rebalanceTimeoutMs?: number;
+  /** Broker long-poll bound; low values lower latency at the cost of more fetches. */
+  maxWaitTimeMs?: number;
+  maxBytesPerPartition?: number;
+  /** Partitions processed concurrently by this member. Default 1. */
+  partitionsConsumedConcurrently?: number;
+}
+
+export interface GroupConsumer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Partitions currently assigned, per topic. */
+  assignment(): Map<string, number[]>;
+}
+
+export interface TopicSpec {
+  topic: string;
+  partitions: number;
+  config?: Record<string, string>;
+}
+
+export interface KafkaAdminPort {
+  ensureTopics(topics: TopicSpec[]): Promise<void>;
+  partitionCount(topic: string): Promise<number>;
+  /** Sum over partitions of (end offset − committed offset) for a group. */
+  groupLag(groupId: string, topic: string): Promise<number>;
+  disconnect(): Promise<void>;
+}
+
+export interface KafkaPort {
+  producer(options?: { idempotent?: boolean; lingerMs?: number }): Promise<MessageProducer>;
+  groupConsumer(options: GroupConsumerOptions, handlers: GroupConsumerHandlers): GroupConsumer;
+  admin(): Promise<KafkaAdminPort>;
+}

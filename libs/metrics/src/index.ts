@@ -1,0 +1,71 @@
+import { createServer, type Server } from 'node:http';
+import client from 'prom-client';
+
+export type { Counter, Gauge, Histogram } from 'prom-client';
+
+/** A Prometheus registry of one process, with the default process metrics. */
+export function createRegistry(labels: Record<string, string> = {}): client.Registry {
+  const registry = new client.Registry();
+  registry.setDefaultLabels(labels);
+  client.collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export function counter(registry: client.Registry, name: string, help: string, labelNames: string[] = []) {
+  return new client.Counter({ name, help, labelNames, registers: [registry] });
+}
+
+export function gauge(registry: client.Registry, name: string, help: string, labelNames: string[] = []) {
+  return new client.Gauge({ name, help, labelNames, registers: [registry] });
+}
+
+/** Latency buckets in seconds from 1 ms to 60 s. */
+export const LATENCY_BUCKETS_S = [
+  0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+export function histogram(
+  registry: client.Registry,
+  name: string,
+  help: string,
+  buckets: number[] = LATENCY_BUCKETS_S,
+  labelNames: string[] = [],
+) {
+  return new client.Histogram({ name, help, buckets, labelNames, registers: [registry] });
+}
+
+/** Serves `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:`port` (0 = any free port). */
+export async function serveMetrics(
+  registry: client.Registry,
+  port: number,
+  host = '127.0.0.1',
+  healthy: () => boolean = () => true,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    if (req.url === '/metrics') {
+      registry
+        .metrics()
+        .then((text) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(text);
+        })
+        .catch((err: unknown) => {
+          res.writeHead(500);
+          res.end(String(err));
+        });
+    } else if (req.url === '/healthz') {
+      const ok = healthy();
+      res.writeHead(ok ? 200 : 503);
+      res.end(ok ? 'ok' : 'unhealthy');
+    } else {
+      res.writeHead(404);
+      res.end();
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address();
+  return { server, port: typeof addr === 'object' && addr ? addr.port : port };
+}

@@ -1,0 +1,228 @@
+import type pg from 'pg';
+import type { Logger } from '@sched/logging';
+import type { InboundMessage, MessageProducer } from '@sched/kafka';
+import {
+  commandMarkApplied,
+  inTransaction,
+  jobCancel,
+  jobCreateBatch,
+  jobReschedule,
+  partitionAdvanceOffset,
+  type NewJob,
+} from '@sched/store';
+import {
+  CommandRejection,
+  RejectReason,
+  type CancelJobCommand,
+  type CreateJobCommand,
+  type RescheduleJobCommand,
+  type SchedulerCodec,
+  type SchedulerCommand,
+} from './commands.js';
+import {
+  jitteredDue,
+  validateCommand,
+  type KnownNames,
+  type ValidationLimits,
+} from './command-validation.js';
+import type { PartitionRuntime } from './partition-runtime.js';
+import type { SchedulerMetrics } from './scheduler-metrics.js';
+
+interface Rejected {
+  msg: InboundMessage;
+  reason: RejectReason;
+  message: string;
+}
+
+export interface ApplierDeps {
+  pool: pg.Pool;
+  codec: SchedulerCodec;
+  producer: MessageProducer;
+  metrics: SchedulerMetrics;
+  log: Logger;
+  limits: ValidationLimits;
+  names: KnownNames;
+  rejectedTopic: string;
+  ownerId: string;
+}
+
+/**
+ * Applies one fetched batch of one partition: decode → validate → one fenced transaction for
+ * the whole batch (offset + idempotency marks + grouped writes) → index updates → rejected
+ * records produced. The consumer commits the Kafka offset only after this resolves, i.e. after
+ * the database commit and the rejected records are acknowledged: nothing is lost, and a replay
+ * is a no-op (offset watermark and commandId marks).
+ */
+export class CommandApplier {
+  constructor(private readonly d: ApplierDeps) {}
+
+  async applyBatch(rt: PartitionRuntime, messages: InboundMessage[]): Promise<void> {
+    const fresh = messages.filter((m) => Number(m.offset) > rt.appliedOffset);
+    if (fresh.length === 0) return;
+    const accepted: SchedulerCommand[] = [];
+    const rejected: Rejected[] = [];
+    const nowMs = Date.now();
+    for (const msg of fresh) {
+      try {
+        if (!msg.value)
+          throw new CommandRejection(RejectReason.UNDECODABLE, 'empty message value (tombstone)');
+        const cmd = await this.d.codec.decodeCommand(msg.value);
+        validateCommand(cmd, msg.key, nowMs, this.d.limits, this.d.names);
+        if (cmd.kind === 'Other') {
+          throw new CommandRejection(
+            RejectReason.UNSUPPORTED_COMMAND,
+            `${cmd.type} is not supported by this scheduler version`,
+          );
+        }
+        accepted.push(cmd);
+      } catch (err) {
+        if (!(err instanceof CommandRejection)) throw err;
+        rejected.push({ msg, reason: err.reason, message: err.message });
+      }
+    }
+    const lastOffset = Number(fresh[fresh.length - 1]!.offset);
+
+    const effects = await inTransaction(this.d.pool, async (client) => {
+      // Row-locks the ownership row for the whole transaction and checks the epoch.
+      await partitionAdvanceOffset(client, rt.partition, rt.epoch, lastOffset);
+      const firstTime = await commandMarkApplied(
+        client,
+        rt.partition,
+        rt.epoch,
+        accepted.map((c) => c.commandId),
+      );
+      for (const c of accepted)
+        if (!firstTime.has(c.commandId)) this.d.metrics.commandsDuplicate.inc({ type: c.kind });
+      return this.applyRuns(
+        client,
+        rt,
+        accepted.filter((c) => firstTime.has(c.commandId)),
+      );
+    });
+    rt.appliedOffset = lastOffset;
+
+    // Index updates after commit: the index only ever mirrors committed state.
+    for (const e of effects) {
+      if (e.dueMs === null) rt.index.remove(e.jobId);
+      else if (e.dueMs < rt.loadedUntilMs) rt.index.upsert(e.jobId, e.dueMs);
+      else rt.index.remove(e.jobId);
+    }
+
+    if (rejected.length > 0) await this.publishRejected(rejected);
+  }
+
+  /** Applies consecutive runs of the same command type as one statement each, keeping order. */
+  private async applyRuns(client: pg.ClientBase, rt: PartitionRuntime, cmds: SchedulerCommand[]) {
+    const effects: { jobId: string; dueMs: number | null }[] = [];
+    let i = 0;
+    while (i < cmds.length) {
+      const kind = cmds[i]!.kind;
+      let j = i;
+      while (j < cmds.length && cmds[j]!.kind === kind) j++;
+      const run = cmds.slice(i, j);
+      i = j;
+      switch (kind) {
+        case 'CreateJob': {
+          // Duplicate job ids within one run: keep the first (the later ones are no-ops anyway).
+          const seen = new Set<string>();
+          const jobs: NewJob[] = [];
+          for (const c of run as CreateJobCommand[]) {
+            if (seen.has(c.jobId)) continue;
+            seen.add(c.jobId);
+            jobs.push(toNewJob(c));
+          }
+          const created = await jobCreateBatch(client, rt.partition, rt.epoch, jobs);
+          for (const job of jobs) {
+            if (created.has(job.jobId)) effects.push({ jobId: job.jobId, dueMs: job.dueAtMs });
+          }
+          this.d.metrics.commandsApplied.inc({ type: kind }, created.size);
+          this.d.metrics.commandsNoop.inc({ type: kind }, run.length - created.size);
+          break;
+        }
+        case 'CancelJob': {
+          const done = await jobCancel(
+            client,
+            rt.partition,
+            rt.epoch,
+            (run as CancelJobCommand[]).map((c) => c.jobId),
+          );
+          for (const d of done) effects.push({ jobId: d.jobId, dueMs: null });
+          this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
+          this.d.metrics.commandsNoop.inc({ type: kind }, run.length - done.length);
+          break;
+        }
+        case 'RescheduleJob': {
+          // Within one statement a job may appear once; apply in sub-runs of distinct ids.
+          let rest = run as RescheduleJobCommand[];
+          while (rest.length > 0) {
+            const ids = new Set<string>();
+            const now: RescheduleJobCommand[] = [];
+            const later: RescheduleJobCommand[] = [];
+            for (const c of rest) {
+              if (ids.has(c.jobId)) later.push(c);
+              else now.push(c);
+              ids.add(c.jobId);
+            }
+            const done = await jobReschedule(
+              client,
+              rt.partition,
+              rt.epoch,
+              now.map((c) => ({ jobId: c.jobId, dueAtMs: c.dueAtMs, expectedVersion: c.expectedVersion })),
+            );
+            for (const d of done) effects.push({ jobId: d.jobId, dueMs: d.dueAtMs });
+            this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
+            this.d.metrics.commandsNoop.inc({ type: kind }, now.length - done.length);
+            rest = later;
+          }
+          break;
+        }
+        case 'Other':
+          break;
+      }
+    }
+    return effects;
+  }
+
+  private async publishRejected(rejected: Rejected[]): Promise<void> {
+    const now = Date.now();
+    await this.d.producer.send(
+      this.d.rejectedTopic,
+      rejected.map((r) => ({
+        key: r.msg.key,
+        value: this.d.codec.encodeRejected({
+          reasonCode: r.reason,
+          message: r.message,
+          sourceTopic: r.msg.topic,
+          sourcePartition: r.msg.partition,
+          sourceOffset: r.msg.offset,
+          originalKey: r.msg.key,
+          originalValue: r.msg.value ?? Buffer.alloc(0),
+          rejectedAtMs: now,
+          schedulerId: this.d.ownerId,
+        }),
+        headers: { reason: r.reason },
+      })),
+    );
+    for (const r of rejected) {
+      this.d.metrics.commandsRejected.inc({ reason: r.reason });
+      this.d.log.warn({ reason: r.reason, partition: r.msg.partition, offset: r.msg.offset }, r.message);
+    }
+  }
+}
+
+function toNewJob(c: CreateJobCommand): NewJob {
+  return {
+    jobId: c.jobId,
+    tenantId: c.tenantId,
+    queue: c.queue,
+    dueAtMs: jitteredDue(c.jobId, c.dueAtMs, c.jitterWindowMs),
+    priority: c.priority,
+    payload: c.payload,
+    businessKey: c.businessKey,
+    maxAttempts: c.maxAttempts,
+    retryPolicy: c.retryPolicy,
+    expiresAtMs: c.expiresAtMs,
+    executionTimeoutMs: c.executionTimeoutMs,
+    headers: c.headers,
+  };
+}

@@ -1,0 +1,135 @@
+import { CommandRejection, RejectReason, type SchedulerCommand } from './commands.js';
+
+export interface ValidationLimits {
+  maxPayloadBytes: number;
+  /** Latest accepted due time, relative to now. */
+  maxDueAheadMs: number;
+  /** Earliest accepted due time, absolute (older is surely a unit mistake: seconds for ms). */
+  minDueAtMs: number;
+  maxJitterWindowMs: number;
+}
+
+export interface KnownNames {
+  hasQueue(queue: string): boolean;
+  hasTenant(tenant: string): boolean;
+}
+
+const ID = /^[\x21-\x7e]{1,200}$/;
+
+/**
+ * Checks a decoded command against the platform's rules before it touches the database.
+ * Pure: `nowMs` comes in. Throws CommandRejection with a stable reason.
+ */
+export function validateCommand(
+  cmd: SchedulerCommand,
+  key: Buffer | null,
+  nowMs: number,
+  limits: ValidationLimits,
+  names: KnownNames,
+): void {
+  const fail = (reason: RejectReason, message: string): never => {
+    throw new CommandRejection(reason, message);
+  };
+  if (!cmd.commandId || cmd.commandId.length > 200)
+    fail(RejectReason.INVALID_FIELD, 'commandId must be 1..200 characters');
+  if (!names.hasTenant(cmd.tenantId)) fail(RejectReason.UNKNOWN_TENANT, `unknown tenant "${cmd.tenantId}"`);
+  const entityId = cmd.kind === 'Other' ? cmd.entityId : cmd.jobId;
+  if (!ID.test(entityId))
+    fail(RejectReason.INVALID_FIELD, 'id must be 1..200 printable ASCII characters without spaces');
+  // The key picks the partition that owns the job; a command keyed otherwise would land where
+  // later cancels and reschedules (keyed by id) cannot find it.
+  const keyText = key?.toString('utf8') ?? null;
+  if (keyText !== entityId)
+    fail(
+      RejectReason.KEY_MISMATCH,
+      `message key must equal the id "${entityId}" (got ${JSON.stringify(keyText)})`,
+    );
+
+  switch (cmd.kind) {
+    case 'CreateJob': {
+      if (!names.hasQueue(cmd.queue)) fail(RejectReason.UNKNOWN_QUEUE, `unknown queue "${cmd.queue}"`);
+      checkDue(cmd.dueAtMs, nowMs, limits, fail);
+      if (cmd.payload.length > limits.maxPayloadBytes) {
+        fail(
+          RejectReason.PAYLOAD_TOO_LARGE,
+          `payload is ${cmd.payload.length} bytes; the limit is ${limits.maxPayloadBytes}`,
+        );
+      }
+      if (!Number.isSafeInteger(cmd.priority) || Math.abs(cmd.priority) > 1000)
+        fail(RejectReason.INVALID_FIELD, 'priority must be an integer in [-1000, 1000]');
+      if (
+        cmd.maxAttempts !== null &&
+        (!Number.isSafeInteger(cmd.maxAttempts) || cmd.maxAttempts < 1 || cmd.maxAttempts > 1000)
+      ) {
+        fail(RejectReason.INVALID_FIELD, 'maxAttempts must be in [1, 1000]');
+      }
+      if (
+        !Number.isSafeInteger(cmd.jitterWindowMs) ||
+        cmd.jitterWindowMs < 0 ||
+        cmd.jitterWindowMs > limits.maxJitterWindowMs
+      ) {
+        fail(RejectReason.INVALID_FIELD, `jitterWindowMs must be in [0, ${limits.maxJitterWindowMs}]`);
+      }
+      if (cmd.expiresAtMs !== null && !(cmd.expiresAtMs > cmd.dueAtMs))
+        fail(RejectReason.INVALID_FIELD, 'expiresAtMs must be after dueAtMs');
+      if (
+        cmd.executionTimeoutMs !== null &&
+        !(Number.isSafeInteger(cmd.executionTimeoutMs) && cmd.executionTimeoutMs > 0)
+      ) {
+        fail(RejectReason.INVALID_FIELD, 'executionTimeoutMs must be a positive integer');
+      }
+      return;
+    }
+    case 'RescheduleJob':
+      checkDue(cmd.dueAtMs, nowMs, limits, fail);
+      if (
+        cmd.expectedVersion !== null &&
+        !(Number.isSafeInteger(cmd.expectedVersion) && cmd.expectedVersion > 0)
+      ) {
+        fail(RejectReason.INVALID_FIELD, 'expectedVersion must be a positive integer');
+      }
+      return;
+    case 'CancelJob':
+      return;
+    case 'Other':
+      return;
+  }
+}
+
+function checkDue(
+  dueAtMs: number,
+  nowMs: number,
+  limits: ValidationLimits,
+  fail: (r: RejectReason, m: string) => never,
+): void {
+  if (!Number.isSafeInteger(dueAtMs))
+    fail(RejectReason.DUE_AT_OUT_OF_RANGE, 'dueAtMs must be an integer (ms since epoch)');
+  if (dueAtMs < limits.minDueAtMs) {
+    fail(
+      RejectReason.DUE_AT_OUT_OF_RANGE,
+      `dueAtMs ${dueAtMs} is before ${new Date(limits.minDueAtMs).toISOString()}: seconds instead of milliseconds?`,
+    );
+  }
+  if (dueAtMs > nowMs + limits.maxDueAheadMs) {
+    fail(
+      RejectReason.DUE_AT_OUT_OF_RANGE,
+      `dueAtMs ${new Date(dueAtMs).toISOString()} is more than ${limits.maxDueAheadMs} ms ahead`,
+    );
+  }
+}
+
+/**
+ * The effective due time of a job with a jitter window: a deterministic point in
+ * [dueAtMs, dueAtMs + windowMs] chosen from the job id, so a million "9:00" jobs spread out and a
+ * replayed command lands on the same instant. Never before dueAtMs.
+ */
+export function jitteredDue(jobId: string, dueAtMs: number, windowMs: number): number {
+  if (windowMs <= 0) return dueAtMs;
+  // FNV-1a 32-bit over the id.
+  let h = 0x811c9dc5;
+  for (let i = 0; i < jobId.length; i++) {
+    h ^= jobId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return dueAtMs + ((h >>> 0) % (windowMs + 1));
+}

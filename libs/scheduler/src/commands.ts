@@ -1,0 +1,120 @@
+/**
+ * The commands the scheduler applies, as plain data after decoding. The Avro contract
+ * (`@sched/contracts`) is mapped onto these by a SchedulerCodec, so the engine does not depend on
+ * how the wire format represents unions and nulls.
+ */
+
+export interface CreateJobCommand {
+  kind: 'CreateJob';
+  commandId: string;
+  tenantId: string;
+  jobId: string;
+  queue: string;
+  dueAtMs: number;
+  payload: Buffer;
+  priority: number;
+  businessKey: string | null;
+  maxAttempts: number | null;
+  retryPolicy: unknown;
+  jitterWindowMs: number;
+  expiresAtMs: number | null;
+  executionTimeoutMs: number | null;
+  headers: Record<string, string>;
+}
+
+export interface CancelJobCommand {
+  kind: 'CancelJob';
+  commandId: string;
+  tenantId: string;
+  jobId: string;
+  reason: string | null;
+}
+
+export interface RescheduleJobCommand {
+  kind: 'RescheduleJob';
+  commandId: string;
+  tenantId: string;
+  jobId: string;
+  dueAtMs: number;
+  expectedVersion: number | null;
+}
+
+/** Commands the engine decodes but does not apply yet (schedules, attempt results). */
+export interface OtherCommand {
+  kind: 'Other';
+  commandId: string;
+  tenantId: string;
+  type: string;
+  /** Key the command must carry (job or schedule id). */
+  entityId: string;
+}
+
+export type SchedulerCommand = CreateJobCommand | CancelJobCommand | RescheduleJobCommand | OtherCommand;
+
+/** Stable, machine-readable reasons on `sched.commands.rejected`. */
+export const RejectReason = {
+  UNDECODABLE: 'UNDECODABLE',
+  UNKNOWN_SCHEMA_ID: 'UNKNOWN_SCHEMA_ID',
+  INVALID_FIELD: 'INVALID_FIELD',
+  UNKNOWN_QUEUE: 'UNKNOWN_QUEUE',
+  UNKNOWN_TENANT: 'UNKNOWN_TENANT',
+  DUE_AT_OUT_OF_RANGE: 'DUE_AT_OUT_OF_RANGE',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  KEY_MISMATCH: 'KEY_MISMATCH',
+  UNSUPPORTED_COMMAND: 'UNSUPPORTED_COMMAND',
+} as const;
+export type RejectReason = (typeof RejectReason)[keyof typeof RejectReason];
+
+/** A command that cannot be applied, and why. */
+export class CommandRejection extends Error {
+  readonly retriable = false;
+  constructor(
+    readonly reason: RejectReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CommandRejection';
+  }
+}
+
+/** The fields of a dispatch record the engine fills in; the codec encodes them. */
+export interface DispatchFields {
+  eventId: string;
+  jobId: string;
+  tenantId: string;
+  queue: string;
+  version: number;
+  attempt: number;
+  epoch: number;
+  partition: number;
+  dueAtMs: number;
+  claimedAtMs: number;
+  payload: Buffer;
+  priority: number;
+  businessKey: string | null;
+  idempotencyKey: string;
+  executionTimeoutMs: number | null;
+  scheduleId: string | null;
+  occurrenceAtMs: number | null;
+  headers: Record<string, string>;
+}
+
+export interface RejectedFields {
+  reasonCode: RejectReason;
+  message: string;
+  sourceTopic: string;
+  sourcePartition: number;
+  sourceOffset: string;
+  originalKey: Buffer | null;
+  originalValue: Buffer;
+  rejectedAtMs: number;
+  schedulerId: string;
+}
+
+/** The engine's view of the wire format. */
+export interface SchedulerCodec {
+  /** Throws CommandRejection (UNDECODABLE, UNKNOWN_SCHEMA_ID, INVALID_FIELD) for bad bytes. */
+  decodeCommand(value: Buffer): Promise<SchedulerCommand>;
+  encodeDispatch(d: DispatchFields): Buffer;
+  encodeRejected(r: RejectedFields): Buffer;
+}

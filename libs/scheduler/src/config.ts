@@ -1,0 +1,115 @@
+import { buildConfig, requireNonEmpty, requirePositiveInt, type EnvSpec } from '@sched/config';
+
+export interface SchedulerOptions {
+  /** Unique per process; recorded as partition owner. */
+  ownerId: string;
+  groupId: string;
+  commandsTopic: string;
+  rejectedTopic: string;
+  /** Jobs due within this window are held in the wheel; later ones stay in Postgres until the horizon reaches them. */
+  horizonMs: number;
+  horizonExtendEveryMs: number;
+  /** Max jobs per claim transaction (bounded batches). */
+  claimBatchSize: number;
+  /** How long a DISPATCHED job may wait for a worker to start it before the reaper returns it. */
+  dispatchLeaseMs: number;
+  reconcileEveryMs: number;
+  /** The reconciler leaves jobs due less than this long ago to the wheel. */
+  reconcileGraceMs: number;
+  reapEveryMs: number;
+  /** Clock-skew margin added to lease expiry before reaping. */
+  reapSkewMarginMs: number;
+  maxPayloadBytes: number;
+  maxDueAheadMs: number;
+  minDueAtMs: number;
+  maxJitterWindowMs: number;
+  outboxRetentionMs: number;
+  commandDedupRetentionMs: number;
+  pruneEveryMs: number;
+  /** Kafka group session timeout: how long a silent owner keeps its partitions. */
+  sessionTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  /** Broker long-poll bound for the command consumer. */
+  fetchMaxWaitMs: number;
+  /** Max partitions applied concurrently. */
+  applyConcurrency: number;
+  /** Longest the clock driver sleeps between checks. */
+  maxSleepMs: number;
+  /** Emit lifecycle events (sched.events) for cancels, reschedules and dead letters. */
+  lifecycleEvents: boolean;
+}
+
+export const schedulerDefaults: SchedulerOptions = {
+  ownerId: 'scheduler',
+  groupId: 'sched-scheduler',
+  commandsTopic: 'sched.commands',
+  rejectedTopic: 'sched.commands.rejected',
+  horizonMs: 10 * 60_000,
+  horizonExtendEveryMs: 60_000,
+  claimBatchSize: 500,
+  dispatchLeaseMs: 5 * 60_000,
+  reconcileEveryMs: 2_000,
+  reconcileGraceMs: 2_000,
+  reapEveryMs: 1_000,
+  reapSkewMarginMs: 2_000,
+  maxPayloadBytes: 256 * 1024,
+  maxDueAheadMs: 10 * 365 * 24 * 3600_000,
+  minDueAtMs: Date.UTC(2000, 0, 1),
+  maxJitterWindowMs: 24 * 3600_000,
+  outboxRetentionMs: 10 * 60_000,
+  commandDedupRetentionMs: 7 * 24 * 3600_000,
+  pruneEveryMs: 30_000,
+  sessionTimeoutMs: 10_000,
+  heartbeatIntervalMs: 1_000,
+  fetchMaxWaitMs: 20,
+  applyConcurrency: 4,
+  maxSleepMs: 250,
+  lifecycleEvents: true,
+};
+
+export type SchedulerConfig = Readonly<SchedulerOptions>;
+
+export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerConfig {
+  return buildConfig('scheduler', schedulerDefaults, options, (c, problem) => {
+    requireNonEmpty(problem, 'ownerId', c.ownerId);
+    requireNonEmpty(problem, 'commandsTopic', c.commandsTopic);
+    for (const k of [
+      'horizonMs',
+      'horizonExtendEveryMs',
+      'claimBatchSize',
+      'dispatchLeaseMs',
+      'reconcileEveryMs',
+      'reapEveryMs',
+      'maxPayloadBytes',
+      'sessionTimeoutMs',
+      'heartbeatIntervalMs',
+      'applyConcurrency',
+      'maxSleepMs',
+    ] as const) {
+      requirePositiveInt(problem, k, c[k]);
+    }
+    if (c.horizonExtendEveryMs >= c.horizonMs)
+      problem('horizonExtendEveryMs must be smaller than horizonMs, or jobs slip past the wheel');
+    if (c.heartbeatIntervalMs * 3 > c.sessionTimeoutMs)
+      problem('heartbeatIntervalMs should be at most a third of sessionTimeoutMs');
+    if (c.claimBatchSize > 10_000)
+      problem('claimBatchSize above 10000 makes claim transactions long; use ≤ 10000');
+  });
+}
+
+/** Environment variables the scheduler's main.ts reads. */
+export const schedulerEnv: EnvSpec<SchedulerOptions> = {
+  ownerId: { env: 'SCHED_OWNER_ID', kind: 'string' },
+  groupId: { env: 'SCHED_GROUP_ID', kind: 'string' },
+  commandsTopic: { env: 'SCHED_COMMANDS_TOPIC', kind: 'string' },
+  rejectedTopic: { env: 'SCHED_REJECTED_TOPIC', kind: 'string' },
+  horizonMs: { env: 'SCHED_HORIZON_MS', kind: 'int' },
+  claimBatchSize: { env: 'SCHED_CLAIM_BATCH_SIZE', kind: 'int' },
+  dispatchLeaseMs: { env: 'SCHED_DISPATCH_LEASE_MS', kind: 'int' },
+  reconcileEveryMs: { env: 'SCHED_RECONCILE_EVERY_MS', kind: 'int' },
+  reapEveryMs: { env: 'SCHED_REAP_EVERY_MS', kind: 'int' },
+  maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
+  sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
+  heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },
+  lifecycleEvents: { env: 'SCHED_LIFECYCLE_EVENTS', kind: 'bool' },
+};

@@ -1,0 +1,71 @@
+import { counter, createRegistry, gauge, histogram } from '@sched/metrics';
+
+/** Every metric the scheduler exports, in one place. */
+export function createSchedulerMetrics(ownerId: string) {
+  const registry = createRegistry({ component: 'scheduler', owner: ownerId });
+  return {
+    registry,
+    schedulingLag: histogram(
+      registry,
+      'sched_scheduling_lag_seconds',
+      'due_at → claim (database time), seconds',
+    ),
+    outboxPublicationLag: histogram(
+      registry,
+      'sched_outbox_publication_lag_seconds',
+      'outbox insert (claim) → record seen on the dispatch topic, seconds',
+    ),
+    overdue: gauge(
+      registry,
+      'sched_overdue_jobs',
+      'SCHEDULED jobs due more than the grace ago, per partition',
+      ['partition'],
+    ),
+    commandsApplied: counter(registry, 'sched_commands_applied_total', 'commands applied', ['type']),
+    commandsDuplicate: counter(
+      registry,
+      'sched_commands_duplicate_total',
+      'commands skipped as already applied',
+      ['type'],
+    ),
+    commandsRejected: counter(registry, 'sched_commands_rejected_total', 'commands rejected', ['reason']),
+    commandsNoop: counter(
+      registry,
+      'sched_commands_noop_total',
+      'commands that changed nothing (unknown or finished job)',
+      ['type'],
+    ),
+    claimBatch: histogram(
+      registry,
+      'sched_claim_batch_size',
+      'jobs claimed per claim transaction',
+      [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000],
+    ),
+    claimed: counter(registry, 'sched_jobs_claimed_total', 'jobs claimed and written to the outbox', [
+      'source',
+    ]),
+    wheelSize: gauge(registry, 'sched_wheel_size', 'entries in the due-time index, per partition', [
+      'partition',
+    ]),
+    partitionEpoch: gauge(
+      registry,
+      'sched_partition_epoch',
+      'epoch held by this process, per owned partition',
+      ['partition'],
+    ),
+    partitionsOwned: gauge(registry, 'sched_partitions_owned', 'partitions owned by this process'),
+    rebalances: counter(registry, 'sched_rebalances_total', 'assignment changes seen'),
+    fencedWrites: counter(
+      registry,
+      'sched_fenced_writes_total',
+      'writes refused because the epoch moved on',
+      ['statement'],
+    ),
+    leaseReaped: counter(registry, 'sched_lease_reaped_total', 'expired leases returned by the reaper', [
+      'to',
+    ]),
+    outboxPruned: counter(registry, 'sched_outbox_pruned_total', 'outbox rows pruned'),
+  };
+}
+
+export type SchedulerMetrics = ReturnType<typeof createSchedulerMetrics>;

@@ -1,0 +1,327 @@
+import type pg from 'pg';
+import type { Logger } from '@sched/logging';
+import type { GroupConsumer, KafkaPort, MessageProducer } from '@sched/kafka';
+import {
+  FencedError,
+  jobLoadWindow,
+  leaseReap,
+  inTransaction,
+  partitionClaim,
+  pruneOlderThan,
+} from '@sched/store';
+import { Claimer } from './claimer.js';
+import { CommandApplier } from './command-applier.js';
+import type { SchedulerCodec } from './commands.js';
+import type { KnownNames } from './command-validation.js';
+import type { SchedulerConfig } from './config.js';
+import type { DueIndex } from './due-index.js';
+import { PartitionRuntime } from './partition-runtime.js';
+import type { SchedulerMetrics } from './scheduler-metrics.js';
+
+export interface SchedulerDeps {
+  config: SchedulerConfig;
+  pool: pg.Pool;
+  kafka: KafkaPort;
+  codec: SchedulerCodec;
+  names: KnownNames;
+  metrics: SchedulerMetrics;
+  log: Logger;
+  newIndex: () => DueIndex;
+}
+
+/**
+ * One scheduler process: a member of the command topic's consumer group. Each assigned partition
+ * is a shard it owns under a fresh epoch; it keeps that shard's due-time index, fires due jobs
+ * through claim + outbox, and runs the reconciliation, lease-reaper, horizon and prune loops.
+ * Every loop has a run-once entry point for tests.
+ */
+export class Scheduler {
+  private readonly runtimes = new Map<number, PartitionRuntime>();
+  private consumer: GroupConsumer | null = null;
+  private producer: MessageProducer | null = null;
+  private applier: CommandApplier | null = null;
+  private readonly claimer: Claimer;
+  private timer: NodeJS.Timeout | null = null;
+  private armedAt = Infinity;
+  private readonly loops: NodeJS.Timeout[] = [];
+  private stopping = false;
+
+  constructor(private readonly d: SchedulerDeps) {
+    this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs);
+  }
+
+  async start(): Promise<void> {
+    const c = this.d.config;
+    this.producer = await this.d.kafka.producer({ idempotent: true });
+    this.applier = new CommandApplier({
+      pool: this.d.pool,
+      codec: this.d.codec,
+      producer: this.producer,
+      metrics: this.d.metrics,
+      log: this.d.log,
+      limits: c,
+      names: this.d.names,
+      rejectedTopic: c.rejectedTopic,
+      ownerId: c.ownerId,
+    });
+    this.consumer = this.d.kafka.groupConsumer(
+      {
+        groupId: c.groupId,
+        topics: [c.commandsTopic],
+        sessionTimeoutMs: c.sessionTimeoutMs,
+        heartbeatIntervalMs: c.heartbeatIntervalMs,
+        rebalanceTimeoutMs: Math.max(c.sessionTimeoutMs, 10_000),
+        maxWaitTimeMs: c.fetchMaxWaitMs,
+        partitionsConsumedConcurrently: c.applyConcurrency,
+      },
+      {
+        onAssigned: (_topic, partitions) => this.onAssigned(partitions),
+        onRevoked: (_topic, partitions) => this.onRevoked(partitions),
+        onBatch: async (batch) => {
+          const rt = this.runtimes.get(batch.partition);
+          if (!rt || rt.closed)
+            throw new Error(`partition ${batch.partition} is not owned here; batch will be refetched`);
+          await rt
+            .serial(() => this.applier!.applyBatch(rt, batch.messages))
+            .catch((err: unknown) => this.onFenced(rt, err));
+          this.arm();
+        },
+      },
+    );
+    await this.consumer.start();
+    this.every(c.reconcileEveryMs, () => this.reconcileOnce());
+    this.every(c.reapEveryMs, () => this.reapOnce());
+    this.every(c.horizonExtendEveryMs, () => this.extendHorizonOnce());
+    this.every(c.pruneEveryMs, () => this.pruneOnce());
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const t of this.loops) clearInterval(t);
+    if (this.timer) clearTimeout(this.timer);
+    await this.consumer?.stop();
+    await this.producer?.disconnect();
+  }
+
+  /** Owned partitions and their epochs (tests, admin). */
+  ownership(): { partition: number; epoch: number; wheelSize: number }[] {
+    return [...this.runtimes.values()]
+      .filter((r) => !r.closed)
+      .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size }));
+  }
+
+  // --- ownership -------------------------------------------------------------------------
+
+  private async onAssigned(partitions: number[]): Promise<void> {
+    this.d.metrics.rebalances.inc();
+    await Promise.all(
+      partitions.map(async (p) => {
+        const own = await partitionClaim(this.d.pool, p, this.d.config.ownerId);
+        const rt = new PartitionRuntime(p, own.epoch, own.appliedOffset, this.d.newIndex());
+        this.runtimes.set(p, rt);
+        this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
+        await rt.serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs));
+        this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
+      }),
+    );
+    this.d.metrics.partitionsOwned.set(this.ownership().length);
+    this.arm(true);
+  }
+
+  private async onRevoked(partitions: number[]): Promise<void> {
+    this.d.metrics.rebalances.inc();
+    for (const p of partitions) this.release(p, 'revoked');
+  }
+
+  private release(partition: number, why: string): void {
+    const rt = this.runtimes.get(partition);
+    if (!rt) return;
+    rt.closed = true;
+    this.runtimes.delete(partition);
+    this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
+    this.d.metrics.wheelSize.remove({ partition: String(partition) });
+    this.d.metrics.overdue.remove({ partition: String(partition) });
+    this.d.metrics.partitionsOwned.set(this.ownership().length);
+    this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
+  }
+
+  private onFenced(rt: PartitionRuntime, err: unknown): never {
+    if (err instanceof FencedError) {
+      this.d.metrics.fencedWrites.inc({ statement: err.statement });
+      this.release(rt.partition, 'fenced');
+    }
+    throw err;
+  }
+
+  /** Loads SCHEDULED jobs due before `untilMs` that the index does not hold yet. */
+  private async loadUntil(rt: PartitionRuntime, untilMs: number): Promise<void> {
+    const from = rt.loadedUntilMs === 0 ? null : rt.loadedUntilMs;
+    for await (const page of jobLoadWindow(this.d.pool, rt.partition, from, untilMs)) {
+      if (rt.closed) return;
+      for (const e of page) rt.index.upsert(e.jobId, e.dueAtMs);
+    }
+    rt.loadedUntilMs = untilMs;
+    this.d.metrics.wheelSize.set({ partition: String(rt.partition) }, rt.index.size);
+  }
+
+  // --- firing ----------------------------------------------------------------------------
+
+  /** Arms the driver for the earliest due entry of any owned partition (or maxSleepMs). */
+  private arm(force = false): void {
+    if (this.stopping) return;
+    let next = Infinity;
+    for (const rt of this.runtimes.values()) if (!rt.firing) next = Math.min(next, rt.index.nextDueMs());
+    const at = Math.min(next, Date.now() + this.d.config.maxSleepMs);
+    if (!force && this.timer && at >= this.armedAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.armedAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.armedAt = Infinity;
+        this.fireDue();
+        this.arm();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+
+  /** Starts a claim loop for every partition with expired entries (one loop per partition). */
+  fireDue(): void {
+    for (const rt of this.runtimes.values()) {
+      if (rt.firing || rt.closed || rt.index.nextDueMs() > Date.now()) continue;
+      rt.firing = true;
+      this.drain(rt)
+        .catch((err: unknown) => {
+          if (err instanceof FencedError) this.release(rt.partition, 'fenced');
+          else this.d.log.error({ err, partition: rt.partition }, 'claim failed; the reconciler will retry');
+        })
+        .finally(() => {
+          rt.firing = false;
+          this.d.metrics.wheelSize.set({ partition: String(rt.partition) }, rt.index.size);
+          this.arm();
+        });
+    }
+  }
+
+  /** Claims expired entries in bounded batches until none is due. */
+  private async drain(rt: PartitionRuntime): Promise<void> {
+    for (;;) {
+      if (rt.closed) return;
+      const due = rt.index.advance(Date.now(), this.d.config.claimBatchSize);
+      if (due.length === 0) return;
+      try {
+        const out = await this.claimer.claimEntries(rt, due);
+        for (const e of out.notYetDue) rt.index.upsert(e.jobId, e.dueMs);
+      } catch (err) {
+        // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient
+        // failure costs a retry, not a reconciliation delay.
+        if (!(err instanceof FencedError))
+          for (const e of due) rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
+        throw err;
+      }
+    }
+  }
+
+  // --- maintenance loops (each also callable once) --------------------------------------------
+
+  /** Claims due jobs the index missed, per owned partition. Returns how many. */
+  async reconcileOnce(): Promise<number> {
+    let total = 0;
+    for (const rt of [...this.runtimes.values()]) {
+      if (rt.closed) continue;
+      try {
+        for (;;) {
+          const got = await this.claimer.reconcile(
+            rt,
+            this.d.config.claimBatchSize,
+            this.d.config.reconcileGraceMs,
+          );
+          total += got.length;
+          for (const j of got) rt.index.remove(j.jobId);
+          if (got.length < this.d.config.claimBatchSize) break;
+        }
+        const { rows } = await this.d.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM job WHERE partition = $1 AND state = 'SCHEDULED'
+             AND due_at < now() - $2 * interval '1 millisecond'`,
+          [rt.partition, this.d.config.reconcileGraceMs],
+        );
+        this.d.metrics.overdue.set({ partition: String(rt.partition) }, rows[0]?.n ?? 0);
+      } catch (err) {
+        this.handleLoopError(rt, err, 'reconcile');
+      }
+    }
+    return total;
+  }
+
+  /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */
+  async reapOnce(): Promise<number> {
+    let total = 0;
+    for (const rt of [...this.runtimes.values()]) {
+      if (rt.closed) continue;
+      try {
+        const reaped = await inTransaction(this.d.pool, (client) =>
+          leaseReap(
+            client,
+            rt.partition,
+            rt.epoch,
+            this.d.config.claimBatchSize,
+            this.d.config.reapSkewMarginMs,
+          ),
+        );
+        for (const r of reaped) {
+          this.d.metrics.leaseReaped.inc({ to: r.state });
+          if (r.state === 'SCHEDULED') rt.index.upsert(r.jobId, r.dueAtMs);
+        }
+        total += reaped.length;
+      } catch (err) {
+        this.handleLoopError(rt, err, 'lease_reap');
+      }
+    }
+    if (total > 0) this.arm(true);
+    return total;
+  }
+
+  /** Moves every owned partition's horizon to now + horizonMs. */
+  async extendHorizonOnce(): Promise<void> {
+    const until = Date.now() + this.d.config.horizonMs;
+    await Promise.all(
+      [...this.runtimes.values()].map((rt) =>
+        rt
+          .serial(() => this.loadUntil(rt, until))
+          .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon')),
+      ),
+    );
+    this.arm(true);
+  }
+
+  async pruneOnce(): Promise<void> {
+    try {
+      const n = await pruneOlderThan(this.d.pool, 'outbox', this.d.config.outboxRetentionMs);
+      this.d.metrics.outboxPruned.inc(n);
+      await pruneOlderThan(this.d.pool, 'command_applied', this.d.config.commandDedupRetentionMs);
+    } catch (err) {
+      this.d.log.warn({ err }, 'prune failed');
+    }
+  }
+
+  private handleLoopError(rt: PartitionRuntime, err: unknown, loop: string): void {
+    if (err instanceof FencedError) this.release(rt.partition, 'fenced');
+    else this.d.log.error({ err, partition: rt.partition, loop }, 'maintenance step failed');
+  }
+
+  private every(ms: number, step: () => Promise<unknown>): void {
+    let running = false;
+    const t = setInterval(() => {
+      if (running || this.stopping) return;
+      running = true;
+      step()
+        .catch((err: unknown) => this.d.log.error({ err }, 'loop failed'))
+        .finally(() => {
+          running = false;
+        });
+    }, ms);
+    t.unref();
+    this.loops.push(t);
+  }
+}

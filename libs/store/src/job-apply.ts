@@ -1,0 +1,157 @@
+import type pg from 'pg';
+import { FENCE_CTE } from './fencing.js';
+
+/** A job as a CreateJob command asks for it, validated by the scheduler. */
+export interface NewJob {
+  jobId: string;
+  tenantId: string;
+  queue: string;
+  dueAtMs: number;
+  priority: number;
+  payload: Buffer;
+  businessKey: string | null;
+  maxAttempts: number | null;
+  retryPolicy: unknown;
+  expiresAtMs: number | null;
+  executionTimeoutMs: number | null;
+  headers: Record<string, string>;
+  scheduleId?: string | null;
+  occurrenceAtMs?: number | null;
+}
+
+// Timestamps cross the boundary as integer ms and are converted exactly (no float seconds).
+const MS = (expr: string) => `('epoch'::timestamptz + (${expr}) * interval '1 millisecond')`;
+export const MS_OF = (col: string) => `(extract(epoch FROM ${col}) * 1000)::float8`;
+
+/**
+ * command_mark_applied: records command ids for idempotent apply, fenced.
+ * Returns the ids not seen before; the caller applies only those.
+ */
+export async function commandMarkApplied(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  commandIds: string[],
+): Promise<Set<string>> {
+  if (commandIds.length === 0) return new Set();
+  const { rows } = await client.query<{ command_id: string }>(
+    `WITH ${FENCE_CTE}
+     INSERT INTO command_applied (command_id, partition)
+     SELECT c, $1 FROM fence, unnest($3::text[]) AS c
+     ON CONFLICT (command_id) DO NOTHING
+     RETURNING command_id`,
+    [partition, epoch, commandIds],
+  );
+  return new Set(rows.map((r) => r.command_id));
+}
+
+/**
+ * job_create_batch: inserts new SCHEDULED jobs, fenced; a job id that exists already is left
+ * alone (duplicate create). Returns the ids actually created.
+ */
+export async function jobCreateBatch(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  jobs: NewJob[],
+): Promise<Set<string>> {
+  if (jobs.length === 0) return new Set();
+  const { rows } = await client.query<{ job_id: string }>(
+    `WITH ${FENCE_CTE}
+     INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, priority, payload, business_key,
+                      max_attempts, retry_policy, expires_at, execution_timeout_ms, headers, schedule_id, occurrence_at)
+     SELECT c.job_id, $1, c.tenant_id, c.queue, 'SCHEDULED', ${MS('c.due_ms')}, c.priority, c.payload, c.business_key,
+            c.max_attempts, c.retry_policy, ${MS('c.expires_ms')}, c.timeout_ms, c.headers, c.schedule_id, ${MS('c.occ_ms')}
+     FROM fence, unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[], $9::text[],
+                        $10::int[], $11::jsonb[], $12::bigint[], $13::bigint[], $14::jsonb[], $15::text[], $16::bigint[])
+       AS c(job_id, tenant_id, queue, due_ms, priority, payload, business_key, max_attempts, retry_policy,
+            expires_ms, timeout_ms, headers, schedule_id, occ_ms)
+     ON CONFLICT (job_id) DO NOTHING
+     RETURNING job_id`,
+    [
+      partition,
+      epoch,
+      jobs.map((j) => j.jobId),
+      jobs.map((j) => j.tenantId),
+      jobs.map((j) => j.queue),
+      jobs.map((j) => j.dueAtMs),
+      jobs.map((j) => j.priority),
+      jobs.map((j) => j.payload),
+      jobs.map((j) => j.businessKey),
+      jobs.map((j) => j.maxAttempts),
+      jobs.map((j) => (j.retryPolicy == null ? null : JSON.stringify(j.retryPolicy))),
+      jobs.map((j) => j.expiresAtMs),
+      jobs.map((j) => j.executionTimeoutMs),
+      jobs.map((j) => JSON.stringify(j.headers)),
+      jobs.map((j) => j.scheduleId ?? null),
+      jobs.map((j) => j.occurrenceAtMs ?? null),
+    ],
+  );
+  return new Set(rows.map((r) => r.job_id));
+}
+
+export interface VersionedJob {
+  jobId: string;
+  version: number;
+}
+
+/**
+ * job_cancel: SCHEDULED, DISPATCHED or RUNNING → CANCELLED with the version bumped, fenced.
+ * A worker holding a dispatch of the old version is refused at start; a running one sees the
+ * cancel on its next heartbeat. Finished or unknown jobs are left alone (not returned).
+ */
+export async function jobCancel(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  jobIds: string[],
+): Promise<VersionedJob[]> {
+  if (jobIds.length === 0) return [];
+  const { rows } = await client.query<{ job_id: string; version: number }>(
+    `WITH ${FENCE_CTE}
+     UPDATE job j SET state = 'CANCELLED', version = j.version + 1, finished_at = now(),
+                      lease_owner = NULL, lease_until = NULL
+     FROM fence
+     WHERE j.job_id = ANY($3::text[]) AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED','RUNNING')
+     RETURNING j.job_id, j.version`,
+    [partition, epoch, jobIds],
+  );
+  return rows.map((r) => ({ jobId: r.job_id, version: r.version }));
+}
+
+export interface RescheduleRequest {
+  jobId: string;
+  dueAtMs: number;
+  expectedVersion: number | null;
+}
+
+/**
+ * job_reschedule: moves a SCHEDULED or DISPATCHED (not yet started) job to a new due time,
+ * bumping the version so an in-flight dispatch of the old version is refused; fenced.
+ * Honours an optional expected version (optimistic concurrency). Returns the rows changed.
+ */
+export async function jobReschedule(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  items: RescheduleRequest[],
+): Promise<(VersionedJob & { dueAtMs: number })[]> {
+  if (items.length === 0) return [];
+  const { rows } = await client.query<{ job_id: string; version: number; due_ms: number }>(
+    `WITH ${FENCE_CTE}
+     UPDATE job j SET state = 'SCHEDULED', version = j.version + 1, due_at = ${MS('r.due_ms')},
+                      lease_owner = NULL, lease_until = NULL
+     FROM fence, unnest($3::text[], $4::bigint[], $5::int[]) AS r(job_id, due_ms, expected_version)
+     WHERE j.job_id = r.job_id AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED')
+       AND (r.expected_version IS NULL OR r.expected_version = j.version)
+     RETURNING j.job_id, j.version, ${MS_OF('j.due_at')} AS due_ms`,
+    [
+      partition,
+      epoch,
+      items.map((i) => i.jobId),
+      items.map((i) => i.dueAtMs),
+      items.map((i) => i.expectedVersion),
+    ],
+  );
+  return rows.map((r) => ({ jobId: r.job_id, version: r.version, dueAtMs: r.due_ms }));
+}

@@ -1,0 +1,260 @@
+import type pg from 'pg';
+import { FENCE_CTE } from './fencing.js';
+import { MS_OF } from './job-apply.js';
+
+/** A job just moved SCHEDULED → DISPATCHED: everything a dispatch record needs. */
+export interface ClaimedJob {
+  jobId: string;
+  tenantId: string;
+  queue: string;
+  version: number;
+  attempt: number;
+  dueAtMs: number;
+  /** Database time of the claim (`now()` of the claiming transaction): never before dueAtMs. */
+  claimedAtMs: number;
+  payload: Buffer;
+  priority: number;
+  businessKey: string | null;
+  executionTimeoutMs: number | null;
+  headers: Record<string, string>;
+  scheduleId: string | null;
+  occurrenceAtMs: number | null;
+}
+
+const CLAIM_SET = `state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(), claim_epoch = $2,
+                   lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'`;
+const CLAIM_RETURNING = `RETURNING j.job_id, j.tenant_id, j.queue, j.version, j.attempt, ${MS_OF('j.due_at')} AS due_ms,
+   ${MS_OF('now()')} AS claimed_ms, j.payload, j.priority, j.business_key, j.execution_timeout_ms, j.headers,
+   j.schedule_id, ${MS_OF('j.occurrence_at')} AS occ_ms`;
+
+interface ClaimRow {
+  job_id: string;
+  tenant_id: string;
+  queue: string;
+  version: number;
+  attempt: number;
+  due_ms: number;
+  claimed_ms: number;
+  payload: Buffer;
+  priority: number;
+  business_key: string | null;
+  execution_timeout_ms: number | null;
+  headers: Record<string, string> | null;
+  schedule_id: string | null;
+  occ_ms: number | null;
+}
+
+function toClaimed(r: ClaimRow): ClaimedJob {
+  return {
+    jobId: r.job_id,
+    tenantId: r.tenant_id,
+    queue: r.queue,
+    version: r.version,
+    attempt: r.attempt,
+    dueAtMs: r.due_ms,
+    claimedAtMs: r.claimed_ms,
+    payload: r.payload,
+    priority: r.priority,
+    businessKey: r.business_key,
+    executionTimeoutMs: r.execution_timeout_ms,
+    headers: r.headers ?? {},
+    scheduleId: r.schedule_id,
+    occurrenceAtMs: r.occ_ms,
+  };
+}
+
+/**
+ * job_claim_due: SCHEDULED → DISPATCHED for the given job ids of one partition, only where the
+ * job is due by database time (`due_at <= now()`: never early) and the caller's epoch is current.
+ * Takes row locks on the claimed jobs until commit; the dispatch lease (`$4` ms) bounds how long
+ * a dispatched-but-never-started job waits before the reaper returns it.
+ * Ids not returned were cancelled, rescheduled, already claimed, or not yet due in database time.
+ */
+export async function jobClaimDue(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  jobIds: string[],
+  dispatchLeaseMs: number,
+): Promise<ClaimedJob[]> {
+  if (jobIds.length === 0) return [];
+  const { rows } = await client.query<ClaimRow>(
+    `WITH ${FENCE_CTE}
+     UPDATE job j SET ${CLAIM_SET}
+     FROM fence
+     WHERE j.job_id = ANY($3::text[]) AND j.partition = $1 AND j.state = 'SCHEDULED' AND j.due_at <= now()
+     ${CLAIM_RETURNING}`,
+    [partition, epoch, jobIds, dispatchLeaseMs],
+  );
+  return rows.map(toClaimed);
+}
+
+/**
+ * job_reconcile_due: the index is not the truth. Claims up to `$3` SCHEDULED jobs of the
+ * partition that were due more than `$5` ms ago and were not fired (wheel lost or missed),
+ * oldest first, skipping rows another transaction holds (FOR UPDATE SKIP LOCKED) so concurrent
+ * scanners never block each other; fenced.
+ */
+export async function jobReconcileDue(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  limit: number,
+  dispatchLeaseMs: number,
+  graceMs: number,
+): Promise<ClaimedJob[]> {
+  const { rows } = await client.query<ClaimRow>(
+    `WITH ${FENCE_CTE},
+     due AS (
+       SELECT job_id FROM job
+       WHERE partition = $1 AND state = 'SCHEDULED' AND due_at <= now() - $5 * interval '1 millisecond'
+       ORDER BY due_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED)
+     UPDATE job j SET ${CLAIM_SET}
+     FROM fence, due
+     WHERE j.job_id = due.job_id
+     ${CLAIM_RETURNING}`,
+    [partition, epoch, limit, dispatchLeaseMs, graceMs],
+  );
+  return rows.map(toClaimed);
+}
+
+export interface OutboxRow {
+  id: string;
+  /** `dispatch.<queue>` or `events`: Debezium routes to `sched.<aggregatetype>`. */
+  aggregateType: string;
+  aggregateId: string;
+  type: string;
+  payload: Buffer;
+  jobId: string | null;
+  version: number | null;
+  attempt: number | null;
+  tenantId: string | null;
+}
+
+/** outbox_insert: appends outbox rows in the caller's transaction, fenced by the partition epoch. */
+export async function outboxInsert(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  rows: OutboxRow[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const res = await client.query(
+    `WITH ${FENCE_CTE}
+     INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
+     SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, $2, o.tenant_id
+     FROM fence, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::int[], $10::int[], $11::text[])
+       AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id)`,
+    [
+      partition,
+      epoch,
+      rows.map((r) => r.id),
+      rows.map((r) => r.aggregateType),
+      rows.map((r) => r.aggregateId),
+      rows.map((r) => r.type),
+      rows.map((r) => r.payload),
+      rows.map((r) => r.jobId),
+      rows.map((r) => r.version),
+      rows.map((r) => r.attempt),
+      rows.map((r) => r.tenantId),
+    ],
+  );
+  return res.rowCount ?? 0;
+}
+
+export interface ReapedJob {
+  jobId: string;
+  dueAtMs: number;
+  attempt: number;
+  state: 'SCHEDULED' | 'DEAD';
+}
+
+/**
+ * lease_reap: DISPATCHED/RUNNING jobs of the partition whose lease ended more than `$4` ms ago
+ * (clock-skew margin) go back to SCHEDULED, due now, with the lost attempt counted; those that
+ * used up max_attempts go DEAD. SKIP LOCKED, bounded by `$3`, fenced.
+ */
+export async function leaseReap(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  limit: number,
+  skewMarginMs: number,
+): Promise<ReapedJob[]> {
+  const { rows } = await client.query<{
+    job_id: string;
+    due_ms: number;
+    attempt: number;
+    state: 'SCHEDULED' | 'DEAD';
+  }>(
+    `WITH ${FENCE_CTE},
+     expired AS (
+       SELECT job_id FROM job
+       WHERE partition = $1 AND state IN ('DISPATCHED','RUNNING')
+         AND lease_until < now() - $4 * interval '1 millisecond'
+       ORDER BY lease_until
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED)
+     UPDATE job j SET
+       state = CASE WHEN j.max_attempts IS NOT NULL AND j.attempt >= j.max_attempts THEN 'DEAD' ELSE 'SCHEDULED' END,
+       due_at = CASE WHEN j.max_attempts IS NOT NULL AND j.attempt >= j.max_attempts THEN j.due_at ELSE now() END,
+       finished_at = CASE WHEN j.max_attempts IS NOT NULL AND j.attempt >= j.max_attempts THEN now() END,
+       lease_owner = NULL, lease_until = NULL
+     FROM fence, expired
+     WHERE j.job_id = expired.job_id
+     RETURNING j.job_id, ${MS_OF('j.due_at')} AS due_ms, j.attempt, j.state`,
+    [partition, epoch, limit, skewMarginMs],
+  );
+  return rows.map((r) => ({ jobId: r.job_id, dueAtMs: r.due_ms, attempt: r.attempt, state: r.state }));
+}
+
+/**
+ * job_load_window: SCHEDULED jobs of a partition due before `toMs` (and at or after `fromMs`
+ * when given), in keyset pages, to rebuild or extend a wheel. Reads only; no locks.
+ */
+export async function* jobLoadWindow(
+  pool: pg.Pool,
+  partition: number,
+  fromMs: number | null,
+  toMs: number,
+  pageSize = 50_000,
+): AsyncGenerator<{ jobId: string; dueAtMs: number }[]> {
+  let after: { dueMs: number; jobId: string } | null = null;
+  for (;;) {
+    const res: pg.QueryResult<{ job_id: string; due_ms: number }> = await pool.query(
+      `SELECT job_id, ${MS_OF('due_at')} AS due_ms FROM job
+       WHERE partition = $1 AND state = 'SCHEDULED'
+         AND due_at < 'epoch'::timestamptz + $2 * interval '1 millisecond'
+         AND ($3::bigint IS NULL OR due_at >= 'epoch'::timestamptz + $3 * interval '1 millisecond')
+         AND ($4::bigint IS NULL OR (due_at, job_id) > ('epoch'::timestamptz + $4 * interval '1 millisecond', $5::text))
+       ORDER BY due_at, job_id
+       LIMIT $6`,
+      [partition, toMs, fromMs, after?.dueMs ?? null, after?.jobId ?? null, pageSize],
+    );
+    const rows = res.rows;
+    if (rows.length === 0) return;
+    yield rows.map((r) => ({ jobId: r.job_id, dueAtMs: r.due_ms }));
+    const last: { job_id: string; due_ms: number } = rows[rows.length - 1]!;
+    after = { dueMs: last.due_ms, jobId: last.job_id };
+    if (rows.length < pageSize) return;
+  }
+}
+
+/** outbox_prune / command_applied_prune: delete rows older than the retention, in bounded batches. */
+export async function pruneOlderThan(
+  pool: pg.Pool,
+  table: 'outbox' | 'command_applied',
+  retentionMs: number,
+  batch = 10_000,
+): Promise<number> {
+  const col = table === 'outbox' ? 'created_at' : 'applied_at';
+  const key = table === 'outbox' ? 'id' : 'command_id';
+  const res = await pool.query(
+    `DELETE FROM ${table} WHERE ${key} IN (
+       SELECT ${key} FROM ${table} WHERE ${col} < now() - $1 * interval '1 millisecond' LIMIT $2)`,
+    [retentionMs, batch],
+  );
+  return res.rowCount ?? 0;
+}

@@ -1,0 +1,71 @@
+import type pg from 'pg';
+import { FencedError } from './fencing.js';
+
+export interface PartitionOwnership {
+  partition: number;
+  ownerId: string;
+  epoch: number;
+  /** Last command-topic offset whose effects are committed (-1: none). */
+  appliedOffset: number;
+}
+
+/**
+ * partition_claim: takes ownership of a partition by bumping its epoch (creating the row at 1).
+ * The row lock waits for any in-flight write of the previous owner, whose later writes then
+ * fail the fence.
+ */
+export async function partitionClaim(
+  pool: pg.Pool,
+  partition: number,
+  ownerId: string,
+): Promise<PartitionOwnership> {
+  const { rows } = await pool.query<{ epoch: number; applied_offset: number }>(
+    `INSERT INTO partition_owner (partition, owner_id, epoch, since)
+     VALUES ($1, $2, 1, now())
+     ON CONFLICT (partition) DO UPDATE
+       SET epoch = partition_owner.epoch + 1, owner_id = EXCLUDED.owner_id, since = now()
+     RETURNING epoch, applied_offset`,
+    [partition, ownerId],
+  );
+  const row = rows[0]!;
+  return { partition, ownerId, epoch: row.epoch, appliedOffset: row.applied_offset };
+}
+
+/**
+ * partition_advance_offset: records the last applied command offset, fenced. Also the first
+ * statement of every apply transaction: it row-locks the ownership row, so the epoch cannot move
+ * until the transaction ends. Throws FencedError when the epoch is stale.
+ */
+export async function partitionAdvanceOffset(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  offset: number,
+): Promise<void> {
+  const res = await client.query(
+    'UPDATE partition_owner SET applied_offset = GREATEST(applied_offset, $3) WHERE partition = $1 AND epoch = $2',
+    [partition, epoch, offset],
+  );
+  if (res.rowCount !== 1) throw new FencedError(partition, epoch, 'partition_advance_offset');
+}
+
+export interface OwnerRow {
+  partition: number;
+  ownerId: string;
+  epoch: number;
+  sinceMs: number;
+}
+
+/** partition_owner_list: who owns what (metrics, operators). */
+export async function partitionOwnerList(pool: pg.Pool): Promise<OwnerRow[]> {
+  const { rows } = await pool.query<{ partition: number; owner_id: string; epoch: number; since_ms: number }>(
+    `SELECT partition, owner_id, epoch, (extract(epoch FROM since) * 1000)::float8 AS since_ms
+     FROM partition_owner ORDER BY partition`,
+  );
+  return rows.map((r) => ({
+    partition: r.partition,
+    ownerId: r.owner_id,
+    epoch: r.epoch,
+    sinceMs: r.since_ms,
+  }));
+}
