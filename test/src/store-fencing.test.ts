@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  FencedError,
+  inTransaction,
+  jobClaimDue,
+  jobCreateBatch,
+  jobReconcileDue,
+  leaseReap,
+  partitionAdvanceOffset,
+  partitionClaim,
+  type NewJob,
+} from '@sched/store';
+import { isolatedSchema, type IsolatedSchema } from './support/isolation.js';
+
+const job = (jobId: string, dueAtMs: number): NewJob => ({
+  jobId,
+  tenantId: 'default',
+  queue: 'default',
+  dueAtMs,
+  priority: 0,
+  payload: Buffer.from('{}'),
+  businessKey: null,
+  maxAttempts: null,
+  retryPolicy: null,
+  expiresAtMs: null,
+  executionTimeoutMs: null,
+  headers: {},
+});
+
+describe('store: fencing and claims against real Postgres', () => {
+  let db: IsolatedSchema;
+  beforeAll(async () => {
+    db = await isolatedSchema('store');
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it('a new owner bumps the epoch and every write of the old one matches nothing', async () => {
+    const a = await partitionClaim(db.pool, 0, 'a');
+    const b = await partitionClaim(db.pool, 0, 'b');
+    expect(b.epoch).toBe(a.epoch + 1);
+    const created = await inTransaction(db.pool, (c) => jobCreateBatch(c, 0, a.epoch, [job('stale-1', Date.now())]));
+    expect(created.size).toBe(0);
+    await expect(inTransaction(db.pool, (c) => partitionAdvanceOffset(c, 0, a.epoch, 5))).rejects.toBeInstanceOf(FencedError);
+    const ok = await inTransaction(db.pool, (c) => jobCreateBatch(c, 0, b.epoch, [job('fresh-1', Date.now() - 10)]));
+    expect([...ok]).toEqual(['fresh-1']);
+    expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 0, a.epoch, ['fresh-1'], 60_000))).toEqual([]);
+    const claimed = await inTransaction(db.pool, (c) => jobClaimDue(c, 0, b.epoch, ['fresh-1'], 60_000));
+    expect(claimed.map((j) => j.jobId)).toEqual(['fresh-1']);
+    expect(claimed[0]!.claimedAtMs).toBeGreaterThanOrEqual(claimed[0]!.dueAtMs);
+    expect(claimed[0]!.attempt).toBe(1);
+  });
+
+  it('an epoch bump waits for the in-flight transaction of the old owner', async () => {
+    const own = await partitionClaim(db.pool, 1, 'a');
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await partitionAdvanceOffset(client, 1, own.epoch, 1);
+      let bumped = false;
+      const bump = partitionClaim(db.pool, 1, 'b').then((r) => {
+        bumped = true;
+        return r;
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(bumped).toBe(false);
+      await jobCreateBatch(client, 1, own.epoch, [job('inflight-1', Date.now() + 60_000)]);
+      await client.query('COMMIT');
+      expect((await bump).epoch).toBe(own.epoch + 1);
+    } finally {
+      client.release();
+    }
+    const { rows } = await db.pool.query('SELECT job_id FROM job WHERE job_id = $1', ['inflight-1']);
+    expect(rows).toHaveLength(1);
+  });
+
+  it('never claims a job before its due time in database time', async () => {
+    const own = await partitionClaim(db.pool, 2, 'a');
+    await inTransaction(db.pool, (c) => jobCreateBatch(c, 2, own.epoch, [job('future-1', Date.now() + 5_000)]));
+    expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['future-1'], 60_000))).toEqual([]);
+    expect(await inTransaction(db.pool, (c) => jobReconcileDue(c, 2, own.epoch, 100, 60_000, 0))).toEqual([]);
+  });
+
+  it('reconciliation skips rows locked by a concurrent claimer instead of blocking', async () => {
+    const own = await partitionClaim(db.pool, 3, 'a');
+    const due = Date.now() - 10_000;
+    await inTransaction(db.pool, (c) =>
+      jobCreateBatch(c, 3, own.epoch, [job('r-1', due), job('r-2', due + 1), job('r-3', due + 2)]),
+    );
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM job WHERE job_id = 'r-1' FOR UPDATE");
+      const t0 = Date.now();
+      const got = await inTransaction(db.pool, (c) => jobReconcileDue(c, 3, own.epoch, 10, 60_000, 0));
+      expect(Date.now() - t0).toBeLessThan(2_000);
+      expect(got.map((j) => j.jobId).sort()).toEqual(['r-2', 'r-3']);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+  });
+
+  it('the lease reaper returns an expired dispatch to SCHEDULED with the attempt counted', async () => {
+    const own = await partitionClaim(db.pool, 4, 'a');
+    await inTransaction(db.pool, (c) => jobCreateBatch(c, 4, own.epoch, [job('lease-1', Date.now() - 1)]));
+    await inTransaction(db.pool, (c) => jobClaimDue(c, 4, own.epoch, ['lease-1'], 1));
+    await new Promise((r) => setTimeout(r, 50));
+    const reaped = await inTransaction(db.pool, (c) => leaseReap(c, 4, own.epoch, 10, 0));
+    expect(reaped).toEqual([expect.objectContaining({ jobId: 'lease-1', attempt: 1, state: 'SCHEDULED' })]);
+    const stale = await inTransaction(db.pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
+    expect(stale).toEqual([]);
+  });
+});
