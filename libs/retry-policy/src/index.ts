@@ -1,0 +1,2 @@
+export * from './failures.js';
+export * from './policy.js';
