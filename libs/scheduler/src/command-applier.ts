@@ -13,6 +13,7 @@ import {
 import {
   CommandRejection,
   RejectReason,
+  type AttemptResultCommand,
   type CancelJobCommand,
   type CreateJobCommand,
   type RescheduleJobCommand,
@@ -174,6 +175,18 @@ export class CommandApplier {
             this.d.metrics.commandsNoop.inc({ type: kind }, now.length - done.length);
             rest = later;
           }
+          break;
+        }
+        case 'AttemptResult': {
+          // The worker wrote the outcome; index the jobs that are SCHEDULED again (retries).
+          const ids = (run as AttemptResultCommand[]).map((c) => c.jobId);
+          const { rows } = await client.query<{ job_id: string; due_ms: number }>(
+            `SELECT job_id, (extract(epoch FROM due_at) * 1000)::float8 AS due_ms
+             FROM job WHERE job_id = ANY($1::text[]) AND partition = $2 AND state = 'SCHEDULED'`,
+            [ids, rt.partition],
+          );
+          for (const r of rows) effects.push({ jobId: r.job_id, dueMs: r.due_ms });
+          this.d.metrics.commandsApplied.inc({ type: kind }, run.length);
           break;
         }
         case 'Other':

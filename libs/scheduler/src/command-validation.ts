@@ -90,6 +90,7 @@ export function validateCommand(
       }
       return;
     case 'CancelJob':
+    case 'AttemptResult':
       return;
     case 'Other':
       return;

@@ -39,6 +39,19 @@ export interface RescheduleJobCommand {
   expectedVersion: number | null;
 }
 
+/**
+ * A worker's report of a finished attempt. The worker already wrote the outcome under its lease
+ * fence; the owner only needs to index a retry (the job is SCHEDULED again) so it fires on time.
+ */
+export interface AttemptResultCommand {
+  kind: 'AttemptResult';
+  commandId: string;
+  tenantId: string;
+  jobId: string;
+  attempt: number;
+  outcome: string;
+}
+
 /** Commands the engine decodes but does not apply yet (schedules, attempt results). */
 export interface OtherCommand {
   kind: 'Other';
@@ -49,7 +62,12 @@ export interface OtherCommand {
   entityId: string;
 }
 
-export type SchedulerCommand = CreateJobCommand | CancelJobCommand | RescheduleJobCommand | OtherCommand;
+export type SchedulerCommand =
+  | CreateJobCommand
+  | CancelJobCommand
+  | RescheduleJobCommand
+  | AttemptResultCommand
+  | OtherCommand;
 
 /** Stable, machine-readable reasons on `sched.commands.rejected`. */
 export const RejectReason = {

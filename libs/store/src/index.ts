@@ -16,3 +16,5 @@ export {
   pruneOlderThan,
 } from './job-claim.js';
 export type { ClaimedJob, OutboxRow, ReapedJob } from './job-claim.js';
+export { leaseAcquire, leaseRenew, jobComplete, jobState, attemptEnd } from './lease.js';
+export type { Lease, AttemptOutcome, Completion } from './lease.js';

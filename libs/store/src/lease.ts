@@ -1,0 +1,198 @@
+import type pg from 'pg';
+import { MS_OF } from './job-apply.js';
+
+/** What a worker holds while it runs an attempt: the fencing token is (owner, generation). */
+export interface Lease {
+  jobId: string;
+  attemptId: string;
+  attempt: number;
+  version: number;
+  owner: string;
+  generation: number;
+  leaseUntilMs: number;
+  checkpoint: unknown;
+  maxAttempts: number | null;
+  retryPolicy: unknown;
+}
+
+/**
+ * lease_acquire: version check and lease in one conditional statement. DISPATCHED → RUNNING only
+ * if the job is still at the dispatched version and attempt (not cancelled, not rescheduled, not
+ * re-dispatched); bumps the lease generation; records the attempt row. No row: refused.
+ */
+export async function leaseAcquire(
+  pool: pg.Pool | pg.ClientBase,
+  a: { jobId: string; version: number; attempt: number; owner: string; ttlMs: number; attemptId: string },
+): Promise<Lease | null> {
+  const { rows } = await pool.query<{
+    lease_generation: number;
+    lease_until_ms: number;
+    checkpoint: unknown;
+    max_attempts: number | null;
+    retry_policy: unknown;
+  }>(
+    `WITH acquired AS (
+       UPDATE job SET state = 'RUNNING', lease_owner = $4, lease_generation = lease_generation + 1,
+                      lease_until = now() + $5 * interval '1 millisecond'
+       WHERE job_id = $1 AND version = $2 AND attempt = $3 AND state = 'DISPATCHED'
+       RETURNING job_id, attempt, version, lease_generation, lease_until, checkpoint, max_attempts, retry_policy),
+     rec AS (
+       INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
+       SELECT $6, job_id, attempt, version, $4, lease_generation FROM acquired)
+     SELECT lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts, retry_policy
+     FROM acquired`,
+    [a.jobId, a.version, a.attempt, a.owner, a.ttlMs, a.attemptId],
+  );
+  const r = rows[0];
+  if (!r) return null;
+  return {
+    jobId: a.jobId,
+    attemptId: a.attemptId,
+    attempt: a.attempt,
+    version: a.version,
+    owner: a.owner,
+    generation: r.lease_generation,
+    leaseUntilMs: r.lease_until_ms,
+    checkpoint: r.checkpoint,
+    maxAttempts: r.max_attempts,
+    retryPolicy: r.retry_policy,
+  };
+}
+
+/**
+ * lease_renew: extends the lease only while `lease_owner = me AND lease_generation = mine` and the
+ * job is still RUNNING (a cancel or a reaper reclaim ends it). Optionally saves a checkpoint in the
+ * same statement. Returns the new lease end, or null when the lease is lost.
+ */
+export async function leaseRenew(
+  pool: pg.Pool,
+  lease: Pick<Lease, 'jobId' | 'owner' | 'generation'>,
+  ttlMs: number,
+  checkpoint?: unknown,
+): Promise<number | null> {
+  const { rows } = await pool.query<{ until_ms: number }>(
+    `UPDATE job SET lease_until = now() + $4 * interval '1 millisecond',
+                    checkpoint = CASE WHEN $5::boolean THEN $6::jsonb ELSE checkpoint END
+     WHERE job_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND state = 'RUNNING'
+     RETURNING ${MS_OF('lease_until')} AS until_ms`,
+    [
+      lease.jobId,
+      lease.owner,
+      lease.generation,
+      ttlMs,
+      checkpoint !== undefined,
+      JSON.stringify(checkpoint ?? null),
+    ],
+  );
+  return rows[0]?.until_ms ?? null;
+}
+
+export type AttemptOutcome = 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'TIMED_OUT';
+
+export interface Completion {
+  outcome: AttemptOutcome;
+  failureClass: string | null;
+  error: string | null;
+  /** FAILED with a retry: the job goes back to SCHEDULED at this time. */
+  retryAtMs: number | null;
+  /** FAILED without a retry: dead-letter it with this fingerprint. */
+  deadLetter: { fingerprint: string; poisonAfterReplays: number } | null;
+}
+
+/**
+ * job_complete: ends the attempt under the same owner + generation check. A late completion
+ * from a worker whose lease was reclaimed matches nothing and is refused (returns false), never
+ * overwriting the newer attempt. Success → SUCCEEDED; failure with a retry → SCHEDULED at
+ * retryAt; failure without → DEAD plus a dead_letter row (history kept in `attempt`).
+ */
+export async function jobComplete(
+  pool: pg.Pool,
+  lease: Pick<Lease, 'jobId' | 'owner' | 'generation' | 'attemptId'>,
+  c: Completion,
+): Promise<boolean> {
+  const nextState =
+    c.outcome === 'SUCCEEDED'
+      ? 'SUCCEEDED'
+      : c.retryAtMs !== null
+        ? 'SCHEDULED'
+        : c.outcome === 'CANCELLED'
+          ? 'CANCELLED'
+          : 'DEAD';
+  const { rows } = await pool.query<{ job_id: string }>(
+    `WITH done AS (
+       UPDATE job SET state = $4,
+                      due_at = CASE WHEN $4 = 'SCHEDULED' THEN 'epoch'::timestamptz + $8 * interval '1 millisecond' ELSE due_at END,
+                      finished_at = CASE WHEN $4 = 'SCHEDULED' THEN NULL ELSE now() END,
+                      lease_owner = NULL, lease_until = NULL
+       WHERE job_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND state = 'RUNNING'
+       RETURNING job_id, queue, tenant_id, attempt),
+     att AS (
+       UPDATE attempt SET ended_at = now(), outcome = $5, failure_class = $6, error = $7,
+                          retry_at = CASE WHEN $8::bigint IS NULL THEN NULL
+                                          ELSE 'epoch'::timestamptz + $8 * interval '1 millisecond' END
+       WHERE attempt_id = $9 AND EXISTS (SELECT 1 FROM done)),
+     dlq AS (
+       INSERT INTO dead_letter (job_id, queue, tenant_id, failure_class, last_error, fingerprint, attempts)
+       SELECT job_id, queue, tenant_id, $6, $7, $10, attempt FROM done WHERE $4 = 'DEAD'
+       ON CONFLICT (job_id) DO UPDATE SET
+         dead_at = now(), failure_class = EXCLUDED.failure_class, last_error = EXCLUDED.last_error,
+         attempts = EXCLUDED.attempts, replayed_at = NULL, fingerprint = EXCLUDED.fingerprint,
+         -- Failed the same way again after a replay: a poison job after $11 such replays.
+         same_failure_streak = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
+                                    THEN dead_letter.same_failure_streak + 1 ELSE 0 END,
+         quarantined = dead_letter.quarantined OR (dead_letter.fingerprint = EXCLUDED.fingerprint
+                                                   AND dead_letter.same_failure_streak + 1 >= $11),
+         quarantine_note = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
+                                     AND dead_letter.same_failure_streak + 1 >= $11
+                                THEN 'failed the same way after ' || (dead_letter.same_failure_streak + 1) || ' replays'
+                                ELSE dead_letter.quarantine_note END)
+     SELECT job_id FROM done`,
+    [
+      lease.jobId,
+      lease.owner,
+      lease.generation,
+      nextState,
+      c.outcome,
+      c.failureClass,
+      c.error,
+      c.retryAtMs,
+      lease.attemptId,
+      c.deadLetter?.fingerprint ?? null,
+      c.deadLetter?.poisonAfterReplays ?? 3,
+    ],
+  );
+  if (rows.length === 0) {
+    // Record the refusal on the attempt row for forensics (only this worker's own row).
+    await pool.query(
+      `UPDATE attempt SET ended_at = now(), outcome = 'LEASE_LOST', error = $2 WHERE attempt_id = $1 AND ended_at IS NULL`,
+      [lease.attemptId, `completion ${c.outcome} refused: lease no longer held`],
+    );
+    return false;
+  }
+  return true;
+}
+
+/** attempt_end: closes an attempt row without touching the job (cancelled while running). */
+export async function attemptEnd(
+  pool: pg.Pool,
+  attemptId: string,
+  outcome: string,
+  error: string | null,
+): Promise<void> {
+  await pool.query(
+    'UPDATE attempt SET ended_at = now(), outcome = $2, error = $3 WHERE attempt_id = $1 AND ended_at IS NULL',
+    [attemptId, outcome, error],
+  );
+}
+
+/** job_state: the current state and version (for `ctx.isCancelled()`). */
+export async function jobState(
+  pool: pg.Pool,
+  jobId: string,
+): Promise<{ state: string; version: number } | null> {
+  const { rows } = await pool.query<{ state: string; version: number }>(
+    'SELECT state, version FROM job WHERE job_id = $1',
+    [jobId],
+  );
+  return rows[0] ?? null;
+}

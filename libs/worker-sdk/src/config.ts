@@ -1,0 +1,58 @@
+import { buildConfig, requireNonEmpty, requirePositiveInt } from '@sched/config';
+
+export interface WorkerOptions {
+  /** Unique per process: the lease owner. */
+  workerId: string;
+  groupId: string;
+  /** Dispatch topics are `<prefix><queue>`. */
+  dispatchTopicPrefix: string;
+  /** Where AttemptResult commands go (the scheduler's command topic). */
+  commandsTopic: string;
+  /** Lease length; renewed every `heartbeatEveryMs`, so it bounds a crash's reclaim delay, not the job length. */
+  leaseTtlMs: number;
+  heartbeatEveryMs: number;
+  /** Default ceiling on one execution, distinct from the lease (a job may override). */
+  executionTimeoutMs: number;
+  /** Concurrent executions per partition batch. */
+  concurrency: number;
+  dedupeCapacity: number;
+  /** A dead letter that failed the same way after this many replays is quarantined. */
+  poisonAfterReplays: number;
+  fetchMaxWaitMs: number;
+  sessionTimeoutMs: number;
+}
+
+export const workerDefaults: WorkerOptions = {
+  workerId: 'worker',
+  groupId: 'sched-worker',
+  dispatchTopicPrefix: 'sched.dispatch.',
+  commandsTopic: 'sched.commands',
+  leaseTtlMs: 30_000,
+  heartbeatEveryMs: 10_000,
+  executionTimeoutMs: 15 * 60_000,
+  concurrency: 32,
+  dedupeCapacity: 100_000,
+  poisonAfterReplays: 3,
+  fetchMaxWaitMs: 10,
+  sessionTimeoutMs: 10_000,
+};
+
+export type WorkerConfig = Readonly<WorkerOptions>;
+
+export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
+  return buildConfig('worker', workerDefaults, options, (c, problem) => {
+    requireNonEmpty(problem, 'workerId', c.workerId);
+    for (const k of [
+      'leaseTtlMs',
+      'heartbeatEveryMs',
+      'executionTimeoutMs',
+      'concurrency',
+      'dedupeCapacity',
+      'poisonAfterReplays',
+    ] as const) {
+      requirePositiveInt(problem, k, c[k]);
+    }
+    if (c.heartbeatEveryMs * 2 > c.leaseTtlMs)
+      problem('heartbeatEveryMs must be at most half of leaseTtlMs so one late beat does not lose the lease');
+  });
+}

@@ -1,0 +1,60 @@
+import { counter, createRegistry, histogram } from '@sched/metrics';
+
+/** Every metric a worker exports. */
+export function createWorkerMetrics(workerId: string) {
+  const registry = createRegistry({ component: 'worker', worker: workerId });
+  return {
+    registry,
+    queueWait: histogram(
+      registry,
+      'sched_worker_queue_wait_seconds',
+      'claim (dispatch) → handler start, seconds',
+      undefined,
+      ['queue'],
+    ),
+    execution: histogram(registry, 'sched_worker_execution_seconds', 'handler duration, seconds', undefined, [
+      'queue',
+      'outcome',
+    ]),
+    started: counter(registry, 'sched_worker_started_total', 'attempts started', ['queue']),
+    refusedStart: counter(
+      registry,
+      'sched_worker_refused_start_total',
+      'dispatches refused at start (cancelled, rescheduled, stale attempt)',
+      ['queue'],
+    ),
+    duplicates: counter(
+      registry,
+      'sched_worker_duplicate_deliveries_total',
+      'dispatch records seen again (event id)',
+      ['queue'],
+    ),
+    retries: counter(
+      registry,
+      'sched_worker_retries_total',
+      'failed attempts scheduled for retry, by class',
+      ['queue', 'class'],
+    ),
+    deadLettered: counter(registry, 'sched_dlq_ingress_total', 'jobs dead-lettered', ['queue', 'class']),
+    leaseLost: counter(
+      registry,
+      'sched_worker_lease_expired_total',
+      'leases lost while running (reclaimed or cancelled)',
+      ['queue'],
+    ),
+    refusedCompletion: counter(
+      registry,
+      'sched_worker_refused_completions_total',
+      'late completions refused by the lease fence',
+      ['queue'],
+    ),
+    undecodable: counter(
+      registry,
+      'sched_worker_undecodable_total',
+      'dispatch records that could not be decoded',
+      ['topic'],
+    ),
+  };
+}
+
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;

@@ -1,0 +1,320 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { GroupConsumer, InboundMessage, KafkaPort, MessageProducer } from '@sched/kafka';
+import type { Logger } from '@sched/logging';
+import {
+  classifyFailure,
+  nextRetryAt,
+  resolvePolicy,
+  type FailureClass,
+  type RetryPolicy,
+} from '@sched/retry-policy';
+import { attemptEnd, jobComplete, jobState, leaseAcquire, leaseRenew, type Lease } from '@sched/store';
+import type { WorkerConfig } from './config.js';
+import { DedupeSet } from './dedupe-set.js';
+import type { DispatchRecord, Handler, HandlerOptions, JobContext, WorkerCodec } from './types.js';
+import type { WorkerMetrics } from './worker-metrics.js';
+
+export interface WorkerDeps {
+  config: WorkerConfig;
+  kafka: KafkaPort;
+  pool: pg.Pool;
+  codec: WorkerCodec;
+  metrics: WorkerMetrics;
+  log: Logger;
+}
+
+class LeaseLostError extends Error {
+  readonly code = 'SCHED_E_LEASE_LOST';
+  readonly retriable = false;
+}
+
+/**
+ * Runs user handlers on dispatched jobs. Per record: dedupe on the event id → version check and
+ * lease acquire in one conditional statement → handler with heartbeats, checkpoints, a cancel /
+ * timeout signal → completion under the same owner + generation check. Retries are written to the
+ * job row directly (state SCHEDULED at the backoff time) and announced to the partition owner with
+ * an AttemptResult command so its wheel fires them on time; if that message is lost the
+ * reconciler still finds the due retry.
+ */
+export class Worker {
+  private readonly handlers = new Map<
+    string,
+    { handler: Handler; options: HandlerOptions; policy: RetryPolicy }
+  >();
+  private readonly dedupe: DedupeSet;
+  private consumer: GroupConsumer | null = null;
+  private producer: MessageProducer | null = null;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(private readonly d: WorkerDeps) {
+    this.dedupe = new DedupeSet(d.config.dedupeCapacity);
+  }
+
+  handle(queue: string, handler: Handler, options: HandlerOptions = {}): this {
+    if (this.consumer)
+      throw Object.assign(new Error('register handlers before start()'), { code: 'SCHED_E_WORKER_STARTED' });
+    this.handlers.set(queue, { handler, options, policy: resolvePolicy(options.retryPolicy) });
+    return this;
+  }
+
+  async start(): Promise<void> {
+    if (this.handlers.size === 0)
+      throw Object.assign(new Error('no handler registered: call handle(queue, fn) first'), {
+        code: 'SCHED_E_NO_HANDLER',
+      });
+    const c = this.d.config;
+    this.producer = await this.d.kafka.producer({ idempotent: true });
+    const topics = [...this.handlers.keys()].map((q) => c.dispatchTopicPrefix + q);
+    this.consumer = this.d.kafka.groupConsumer(
+      {
+        groupId: c.groupId,
+        topics,
+        maxWaitTimeMs: c.fetchMaxWaitMs,
+        sessionTimeoutMs: c.sessionTimeoutMs,
+        heartbeatIntervalMs: Math.max(500, Math.floor(c.sessionTimeoutMs / 5)),
+        partitionsConsumedConcurrently: 4,
+      },
+      {
+        onBatch: async (batch, control) => {
+          const beat = setInterval(() => void control.heartbeat().catch(() => undefined), 2_000);
+          try {
+            await this.runBatch(batch.messages);
+          } finally {
+            clearInterval(beat);
+          }
+        },
+      },
+    );
+    await this.consumer.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+    await Promise.allSettled([...this.inFlight]);
+    await this.producer?.disconnect();
+  }
+
+  /** Runs a batch with bounded concurrency; resolves when every record is done (then offsets commit). */
+  private async runBatch(messages: InboundMessage[]): Promise<void> {
+    const limit = this.d.config.concurrency;
+    let next = 0;
+    const lane = async () => {
+      while (next < messages.length) {
+        const m = messages[next++]!;
+        await this.runRecord(m);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(limit, messages.length) }, lane));
+  }
+
+  private async runRecord(m: InboundMessage): Promise<void> {
+    if (!m.value) return;
+    let rec: DispatchRecord;
+    try {
+      rec = await this.d.codec.decodeDispatch(m.value);
+    } catch (err) {
+      this.d.metrics.undecodable.inc({ topic: m.topic });
+      this.d.log.error({ err, topic: m.topic, offset: m.offset }, 'undecodable dispatch record skipped');
+      return;
+    }
+    const entry = this.handlers.get(rec.queue);
+    if (!entry) return;
+    const q = { queue: rec.queue };
+    if (!this.dedupe.add(rec.eventId)) {
+      this.d.metrics.duplicates.inc(q);
+      return;
+    }
+    const p = this.execute(rec, entry);
+    this.inFlight.add(p);
+    try {
+      await p;
+    } finally {
+      this.inFlight.delete(p);
+    }
+  }
+
+  private async execute(
+    rec: DispatchRecord,
+    entry: { handler: Handler; options: HandlerOptions; policy: RetryPolicy },
+  ) {
+    const c = this.d.config;
+    const q = { queue: rec.queue };
+    const attemptId = randomUUID();
+    const lease = await leaseAcquire(this.d.pool, {
+      jobId: rec.jobId,
+      version: rec.version,
+      attempt: rec.attempt,
+      owner: c.workerId,
+      ttlMs: c.leaseTtlMs,
+      attemptId,
+    });
+    if (!lease) {
+      // Cancelled, rescheduled, or this attempt was started already: never execute.
+      this.d.metrics.refusedStart.inc(q);
+      return;
+    }
+    const startedAtMs = Date.now();
+    this.d.metrics.started.inc(q);
+    this.d.metrics.queueWait.observe(q, Math.max(0, startedAtMs - rec.claimedAtMs) / 1000);
+
+    const abort = new AbortController();
+    let leaseLost = false;
+    const markLost = async () => {
+      if (leaseLost) return;
+      leaseLost = true;
+      this.d.metrics.leaseLost.inc(q);
+      const st = await jobState(this.d.pool, rec.jobId).catch(() => null);
+      abort.abort(st?.state === 'CANCELLED' ? 'CANCELLED' : 'LEASE_LOST');
+    };
+    const renew = async (checkpoint?: unknown) => {
+      const until = await leaseRenew(this.d.pool, lease, c.leaseTtlMs, checkpoint);
+      if (until === null) {
+        await markLost();
+        throw new LeaseLostError(`lease on ${rec.jobId} is no longer held`);
+      }
+    };
+    const heartbeat = setInterval(() => void renew().catch(() => undefined), c.heartbeatEveryMs);
+    const timeoutMs = rec.executionTimeoutMs ?? entry.options.executionTimeoutMs ?? c.executionTimeoutMs;
+    const timeout = setTimeout(() => abort.abort('TIMED_OUT'), timeoutMs);
+
+    const ctx: JobContext = {
+      idempotencyKey: rec.idempotencyKey,
+      businessKey: rec.businessKey,
+      attemptId,
+      fencingToken: { owner: lease.owner, generation: lease.generation },
+      heartbeat: () => renew(),
+      checkpoint: (state) => renew(state),
+      lastCheckpoint: lease.checkpoint ?? null,
+      signal: abort.signal,
+      isCancelled: async () => {
+        const st = await jobState(this.d.pool, rec.jobId);
+        return leaseLost || !st || st.state === 'CANCELLED' || st.version !== rec.version;
+      },
+      log: this.d.log.child({ jobId: rec.jobId, attempt: rec.attempt }),
+    };
+
+    let error: unknown = null;
+    try {
+      await entry.handler(rec, ctx);
+    } catch (err) {
+      error = err;
+    } finally {
+      clearInterval(heartbeat);
+      clearTimeout(timeout);
+    }
+    const reason = abort.signal.aborted ? String(abort.signal.reason) : null;
+    const seconds = (Date.now() - startedAtMs) / 1000;
+    if (reason === 'CANCELLED' || reason === 'LEASE_LOST') {
+      this.d.metrics.execution.observe({ ...q, outcome: reason }, seconds);
+      await attemptEnd(
+        this.d.pool,
+        attemptId,
+        reason === 'CANCELLED' ? 'CANCELLED' : 'LEASE_LOST',
+        error ? String(error) : null,
+      );
+      if (reason === 'LEASE_LOST') this.d.metrics.refusedCompletion.inc(q);
+      return;
+    }
+    if (error === null && reason === null) {
+      this.d.metrics.execution.observe({ ...q, outcome: 'SUCCEEDED' }, seconds);
+      const ok = await jobComplete(this.d.pool, lease, {
+        outcome: 'SUCCEEDED',
+        failureClass: null,
+        error: null,
+        retryAtMs: null,
+        deadLetter: null,
+      });
+      if (!ok) this.d.metrics.refusedCompletion.inc(q);
+      return;
+    }
+    await this.fail(rec, lease, entry.policy, error, reason === 'TIMED_OUT', startedAtMs, seconds);
+  }
+
+  private async fail(
+    rec: DispatchRecord,
+    lease: Lease,
+    queuePolicy: RetryPolicy,
+    error: unknown,
+    timedOut: boolean,
+    startedAtMs: number,
+    seconds: number,
+  ) {
+    const q = { queue: rec.queue };
+    const classified = timedOut
+      ? { failureClass: 'UNKNOWN' as FailureClass, retryAfterMs: null, message: `execution timed out` }
+      : classifyFailure(error);
+    const policy = resolvePolicy(
+      queuePolicy,
+      lease.retryPolicy as Partial<RetryPolicy> | null,
+      lease.maxAttempts ? { default: { ...queuePolicy.default, maxAttempts: lease.maxAttempts } } : null,
+    );
+    const decision = nextRetryAt(
+      Date.now(),
+      rec.attempt,
+      policy,
+      classified.failureClass,
+      classified.retryAfterMs,
+      Math.random,
+    );
+    const outcome = timedOut ? 'TIMED_OUT' : 'FAILED';
+    this.d.metrics.execution.observe({ ...q, outcome }, seconds);
+    const ok = await jobComplete(this.d.pool, lease, {
+      outcome,
+      failureClass: classified.failureClass,
+      error: classified.message.slice(0, 4000),
+      retryAtMs: decision.retry ? decision.atMs : null,
+      deadLetter: decision.retry
+        ? null
+        : {
+            fingerprint: fingerprint(classified.failureClass, classified.message),
+            poisonAfterReplays: this.d.config.poisonAfterReplays,
+          },
+    });
+    if (!ok) {
+      this.d.metrics.refusedCompletion.inc(q);
+      return;
+    }
+    if (!decision.retry) {
+      this.d.metrics.deadLettered.inc({ ...q, class: classified.failureClass });
+      return;
+    }
+    this.d.metrics.retries.inc({ ...q, class: classified.failureClass });
+    // Tell the partition owner so its wheel fires the retry on time.
+    await this.producer!.send(this.d.config.commandsTopic, [
+      {
+        key: rec.jobId,
+        value: this.d.codec.encodeAttemptResult({
+          jobId: rec.jobId,
+          tenantId: rec.tenantId,
+          version: rec.version,
+          attempt: rec.attempt,
+          attemptId: lease.attemptId,
+          leaseOwner: lease.owner,
+          leaseGeneration: lease.generation,
+          outcome,
+          failureClass: classified.failureClass,
+          error: classified.message.slice(0, 1000),
+          retryAfterMs: classified.retryAfterMs,
+          startedAtMs,
+          finishedAtMs: Date.now(),
+          workerId: this.d.config.workerId,
+        }),
+      },
+    ]).catch((err: unknown) =>
+      this.d.log.warn(
+        { err, jobId: rec.jobId },
+        'AttemptResult not sent; the reconciler will find the retry',
+      ),
+    );
+  }
+}
+
+/** "Failed the same way": the class plus the error text with numbers and ids blanked out. */
+export function fingerprint(failureClass: string, message: string): string {
+  const norm = message
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '<id>')
+    .replace(/\d+/g, '<n>')
+    .slice(0, 300);
+  return `${failureClass}:${norm}`;
+}
