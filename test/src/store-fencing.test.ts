@@ -40,10 +40,16 @@ describe('store: fencing and claims against real Postgres', () => {
     const a = await partitionClaim(db.pool, 0, 'a');
     const b = await partitionClaim(db.pool, 0, 'b');
     expect(b.epoch).toBe(a.epoch + 1);
-    const created = await inTransaction(db.pool, (c) => jobCreateBatch(c, 0, a.epoch, [job('stale-1', Date.now())]));
+    const created = await inTransaction(db.pool, (c) =>
+      jobCreateBatch(c, 0, a.epoch, [job('stale-1', Date.now())]),
+    );
     expect(created.size).toBe(0);
-    await expect(inTransaction(db.pool, (c) => partitionAdvanceOffset(c, 0, a.epoch, 5))).rejects.toBeInstanceOf(FencedError);
-    const ok = await inTransaction(db.pool, (c) => jobCreateBatch(c, 0, b.epoch, [job('fresh-1', Date.now() - 10)]));
+    await expect(
+      inTransaction(db.pool, (c) => partitionAdvanceOffset(c, 0, a.epoch, 5)),
+    ).rejects.toBeInstanceOf(FencedError);
+    const ok = await inTransaction(db.pool, (c) =>
+      jobCreateBatch(c, 0, b.epoch, [job('fresh-1', Date.now() - 10)]),
+    );
     expect([...ok]).toEqual(['fresh-1']);
     expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 0, a.epoch, ['fresh-1'], 60_000))).toEqual([]);
     const claimed = await inTransaction(db.pool, (c) => jobClaimDue(c, 0, b.epoch, ['fresh-1'], 60_000));
@@ -77,8 +83,12 @@ describe('store: fencing and claims against real Postgres', () => {
 
   it('never claims a job before its due time in database time', async () => {
     const own = await partitionClaim(db.pool, 2, 'a');
-    await inTransaction(db.pool, (c) => jobCreateBatch(c, 2, own.epoch, [job('future-1', Date.now() + 5_000)]));
-    expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['future-1'], 60_000))).toEqual([]);
+    await inTransaction(db.pool, (c) =>
+      jobCreateBatch(c, 2, own.epoch, [job('future-1', Date.now() + 5_000)]),
+    );
+    expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['future-1'], 60_000))).toEqual(
+      [],
+    );
     expect(await inTransaction(db.pool, (c) => jobReconcileDue(c, 2, own.epoch, 100, 60_000, 0))).toEqual([]);
   });
 

@@ -25,8 +25,11 @@ const config = schedulerConfig({
   ownerId: `${hostname()}-${process.pid}`,
   ...fromEnv('scheduler', env, schedulerEnv),
 });
-const log = createLogger('scheduler', { level: env.LOG_LEVEL ?? 'info', bindings: { owner: config.ownerId } });
-const databaseUrl = env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:55432/sched';
+const log = createLogger('scheduler', {
+  level: env.LOG_LEVEL ?? 'info',
+  bindings: { owner: config.ownerId },
+});
+const databaseUrl = env.DATABASE_URL ?? 'postgres://sched:sched@127.0.0.1:55432/sched';
 const schema = env.SCHED_DB_SCHEMA ?? 'public';
 const brokers = (env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
 const registryUrl = env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';

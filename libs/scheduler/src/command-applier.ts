@@ -181,7 +181,7 @@ export class CommandApplier {
           // The worker wrote the outcome; index the jobs that are SCHEDULED again (retries).
           const ids = (run as AttemptResultCommand[]).map((c) => c.jobId);
           const { rows } = await client.query<{ job_id: string; due_ms: number }>(
-            `SELECT job_id, (extract(epoch FROM due_at) * 1000)::float8 AS due_ms
+            `SELECT job_id, floor(extract(epoch FROM due_at) * 1000)::float8 AS due_ms
              FROM job WHERE job_id = ANY($1::text[]) AND partition = $2 AND state = 'SCHEDULED'`,
             [ids, rt.partition],
           );

@@ -63,25 +63,12 @@ export interface OtherCommand {
 }
 
 export type SchedulerCommand =
-  | CreateJobCommand
-  | CancelJobCommand
-  | RescheduleJobCommand
-  | AttemptResultCommand
-  | OtherCommand;
+  CreateJobCommand | CancelJobCommand | RescheduleJobCommand | AttemptResultCommand | OtherCommand;
 
-/** Stable, machine-readable reasons on `sched.commands.rejected`. */
-export const RejectReason = {
-  UNDECODABLE: 'UNDECODABLE',
-  UNKNOWN_SCHEMA_ID: 'UNKNOWN_SCHEMA_ID',
-  INVALID_FIELD: 'INVALID_FIELD',
-  UNKNOWN_QUEUE: 'UNKNOWN_QUEUE',
-  UNKNOWN_TENANT: 'UNKNOWN_TENANT',
-  DUE_AT_OUT_OF_RANGE: 'DUE_AT_OUT_OF_RANGE',
-  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
-  KEY_MISMATCH: 'KEY_MISMATCH',
-  UNSUPPORTED_COMMAND: 'UNSUPPORTED_COMMAND',
-} as const;
-export type RejectReason = (typeof RejectReason)[keyof typeof RejectReason];
+/** Stable, machine-readable reasons on `sched.commands.rejected` (the contract's catalogue). */
+export { RejectionReason as RejectReason } from '@sched/contracts';
+import type { RejectionReasonCode } from '@sched/contracts';
+export type RejectReason = RejectionReasonCode;
 
 /** A command that cannot be applied, and why. */
 export class CommandRejection extends Error {

@@ -5,7 +5,10 @@ import type { KnownNames } from './command-validation.js';
  * Tenants and queues from Postgres, refreshed periodically so a queue registered by the API is
  * accepted within `refreshMs` without a restart.
  */
-export async function knownNamesFromDb(pool: pg.Pool, refreshMs = 5_000): Promise<KnownNames & { close(): void }> {
+export async function knownNamesFromDb(
+  pool: pg.Pool,
+  refreshMs = 5_000,
+): Promise<KnownNames & { close(): void }> {
   let queues = new Set<string>();
   let tenants = new Set<string>();
   const load = async () => {

@@ -21,7 +21,8 @@ export interface NewJob {
 
 // Timestamps cross the boundary as integer ms and are converted exactly (no float seconds).
 const MS = (expr: string) => `('epoch'::timestamptz + (${expr}) * interval '1 millisecond')`;
-export const MS_OF = (col: string) => `(extract(epoch FROM ${col}) * 1000)::float8`;
+// Whole ms, floored: due_at is stored in whole ms, so floor(now) >= due_at still holds when due.
+export const MS_OF = (col: string) => `floor(extract(epoch FROM ${col}) * 1000)::float8`;
 
 /**
  * command_mark_applied: records command ids for idempotent apply, fenced.

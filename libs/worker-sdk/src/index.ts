@@ -7,3 +7,4 @@ export type { WorkerMetrics } from './worker-metrics.js';
 export { DedupeSet } from './dedupe-set.js';
 export type * from './types.js';
 export { PermanentFailure, Throttled, TransientFailure } from '@sched/retry-policy';
+export { avroWorkerCodec } from './avro-codec.js';

@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
+import { stackEndpoints } from '@sched/local-stack';
 import { createPool, dropSchema, migrate } from '@sched/store';
 
-/** Stack endpoints for tests: the local stack's defaults, overridable like the apps' env. */
+/** Stack endpoints for tests: those of the local stack (its env overrides apply). */
 export function endpoints() {
-  return {
-    databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:55432/sched',
-    kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
-    registryUrl: process.env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
-  };
+  const ep = stackEndpoints();
+  return { databaseUrl: ep.databaseUrl, kafkaBrokers: ep.kafkaBrokers, registryUrl: ep.registryUrl };
 }
 
 /** A short unique suffix for schema, topic and group names of one test. */

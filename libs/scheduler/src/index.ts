@@ -1,0 +1,14 @@
+export { Scheduler } from './scheduler.js';
+export type { SchedulerDeps } from './scheduler.js';
+export { schedulerConfig, schedulerDefaults, schedulerEnv } from './config.js';
+export type { SchedulerConfig, SchedulerOptions } from './config.js';
+export { createSchedulerMetrics } from './scheduler-metrics.js';
+export type { SchedulerMetrics } from './scheduler-metrics.js';
+export { avroSchedulerCodec } from './avro-codec.js';
+export { wheelIndexFactory } from './wheel-index.js';
+export { knownNamesFromDb } from './known-names.js';
+export { validateCommand, jitteredDue } from './command-validation.js';
+export type { ValidationLimits, KnownNames } from './command-validation.js';
+export { CommandRejection, RejectReason } from './commands.js';
+export type * from './commands.js';
+export type { DueIndex } from './due-index.js';

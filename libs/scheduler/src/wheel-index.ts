@@ -1,0 +1,31 @@
+import { TimingWheel } from '@sched/timing-wheel';
+import type { DueIndex } from './due-index.js';
+
+/** A DueIndex over the hierarchical timing wheel; one wheel per owned partition. */
+export function wheelIndexFactory(
+  options: { wheelBits?: number; cascadeBudget?: number } = {},
+): () => DueIndex {
+  return () => {
+    const wheel = new TimingWheel({ startMs: Date.now(), ...options });
+    return {
+      get size() {
+        return wheel.size;
+      },
+      upsert(jobId, dueMs) {
+        if (!wheel.rescheduleById(jobId, dueMs)) wheel.add(jobId, dueMs);
+      },
+      remove(jobId) {
+        return wheel.cancelById(jobId);
+      },
+      nextDueMs() {
+        return wheel.nextDueMs() ?? Infinity;
+      },
+      advance(nowMs, maxBatch) {
+        const batch = wheel.advance(nowMs, maxBatch);
+        const out: { jobId: string; dueMs: number }[] = new Array(batch.length);
+        for (let i = 0; i < batch.length; i++) out[i] = { jobId: batch.ids[i]!, dueMs: batch.dueMs[i]! };
+        return out;
+      },
+    };
+  };
+}

@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import { Contracts, type CommandInput, type CreateJobInput, type Dispatch } from '@sched/contracts';
+import {
+  kafkajsPort,
+  type GroupConsumer,
+  type InboundMessage,
+  type KafkaPort,
+  type MessageProducer,
+} from '@sched/kafka';
+import { silentLogger } from '@sched/logging';
+import { endpoints, uniqueName } from './isolation.js';
+
+let sharedContracts: Contracts | null = null;
+
+/** The Avro contracts, registered once per test process. */
+export async function contracts(): Promise<Contracts> {
+  if (!sharedContracts) {
+    sharedContracts = new Contracts({ registryUrl: endpoints().registryUrl });
+    await sharedContracts.registerAll();
+  }
+  return sharedContracts;
+}
+
+export function kafka(): KafkaPort {
+  return kafkajsPort({
+    clientId: uniqueName('test'),
+    brokers: endpoints().kafkaBrokers,
+    logger: silentLogger(),
+  });
+}
+
+export async function ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
+  const admin = await kafka().admin();
+  try {
+    await admin.ensureTopics(topics);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+export function createJob(
+  jobId: string,
+  queue: string,
+  dueAtMs: number,
+  extra: Partial<CreateJobInput> = {},
+): CommandInput {
+  return {
+    commandId: randomUUID(),
+    tenantId: 'default',
+    issuedAtMs: Date.now(),
+    body: {
+      kind: 'CreateJob',
+      value: { jobId, queue, dueAtMs, payload: Buffer.from(JSON.stringify({ jobId })), ...extra },
+    },
+  };
+}
+
+export function cancelJob(jobId: string): CommandInput {
+  return {
+    commandId: randomUUID(),
+    tenantId: 'default',
+    issuedAtMs: Date.now(),
+    body: { kind: 'CancelJob', value: { jobId, reason: 'test' } },
+  };
+}
+
+export function rescheduleJob(jobId: string, dueAtMs: number): CommandInput {
+  return {
+    commandId: randomUUID(),
+    tenantId: 'default',
+    issuedAtMs: Date.now(),
+    body: { kind: 'RescheduleJob', value: { jobId, dueAtMs, expectedVersion: null } },
+  };
+}
+
+/** Produces commands keyed by their job id, in batches. */
+export class CommandProducer {
+  private constructor(
+    private readonly producer: MessageProducer,
+    private readonly c: Contracts,
+    readonly topic: string,
+  ) {}
+
+  static async open(topic: string): Promise<CommandProducer> {
+    return new CommandProducer(await kafka().producer({ idempotent: true }), await contracts(), topic);
+  }
+
+  async send(commands: CommandInput[], batch = 2_000): Promise<void> {
+    for (let i = 0; i < commands.length; i += batch) {
+      await this.producer.send(
+        this.topic,
+        commands.slice(i, i + batch).map((cmd) => ({ key: keyOf(cmd), value: this.c.encodeCommand(cmd) })),
+      );
+    }
+  }
+
+  /** Raw bytes, for bad-input tests. */
+  async sendRaw(messages: { key: string | null; value: Buffer }[]): Promise<void> {
+    await this.producer.send(this.topic, messages);
+  }
+
+  async close(): Promise<void> {
+    await this.producer.disconnect();
+  }
+}
+
+function keyOf(cmd: CommandInput): string {
+  const v = cmd.body.value as { jobId?: string; scheduleId?: string };
+  return v.jobId ?? v.scheduleId ?? '';
+}
+
+export interface SeenDispatch {
+  record: Dispatch;
+  message: InboundMessage;
+  receivedAtMs: number;
+}
+
+/** Consumes topics from the beginning in a group of its own and keeps what it sees. */
+export class Collector {
+  readonly seen: SeenDispatch[] = [];
+  readonly raw: InboundMessage[] = [];
+  private consumer: GroupConsumer | null = null;
+
+  constructor(
+    private readonly topics: string[],
+    private readonly decode: boolean = true,
+  ) {}
+
+  async start(): Promise<this> {
+    const c = await contracts();
+    this.consumer = kafka().groupConsumer(
+      {
+        groupId: uniqueName('collector'),
+        topics: this.topics,
+        fromBeginning: true,
+        maxWaitTimeMs: 10,
+        sessionTimeoutMs: 10_000,
+        heartbeatIntervalMs: 1_000,
+      },
+      {
+        onBatch: async (batch) => {
+          const now = Date.now();
+          for (const m of batch.messages) {
+            this.raw.push(m);
+            if (this.decode && m.value)
+              this.seen.push({ record: await c.decodeDispatch(m.value), message: m, receivedAtMs: now });
+          }
+        },
+      },
+    );
+    await this.consumer.start();
+    return this;
+  }
+
+  /** Waits until `predicate` holds (polling), or throws after `timeoutMs`. */
+  async waitFor(predicate: () => boolean, timeoutMs: number, what = 'condition'): Promise<void> {
+    const t0 = Date.now();
+    while (!predicate()) {
+      if (Date.now() - t0 > timeoutMs)
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (seen ${this.seen.length})`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+  }
+}
+
+export async function sleep(ms: number): Promise<void> {
+  await new Promise((r) => setTimeout(r, ms));
+}
