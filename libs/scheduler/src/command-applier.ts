@@ -92,13 +92,13 @@ export class CommandApplier {
         rt.epoch,
         accepted.map((c) => c.commandId),
       );
-      for (const c of accepted)
-        if (!firstTime.has(c.commandId)) this.d.metrics.commandsDuplicate.inc({ type: c.kind });
-      return this.applyRuns(
-        client,
-        rt,
-        accepted.filter((c) => firstTime.has(c.commandId)),
-      );
+      // Apply a commandId once: not if an earlier batch applied it, nor twice within this batch.
+      const fresh: SchedulerCommand[] = [];
+      for (const c of accepted) {
+        if (firstTime.delete(c.commandId)) fresh.push(c);
+        else this.d.metrics.commandsDuplicate.inc({ type: c.kind });
+      }
+      return this.applyRuns(client, rt, fresh);
     });
     rt.appliedOffset = lastOffset;
 

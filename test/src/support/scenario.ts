@@ -20,6 +20,10 @@ export class Scenario {
     readonly partitions: number,
   ) {}
 
+  get rejectedTopic(): string {
+    return `t.${this.db.schema}.rejected`;
+  }
+
   get dispatchTopic(): string {
     return `sched.dispatch.${this.queue}`;
   }
@@ -32,7 +36,7 @@ export class Scenario {
     await ensureTopics([
       { topic: s.commandsTopic, partitions },
       { topic: s.dispatchTopic, partitions: 4 },
-      { topic: 'sched.commands.rejected', partitions: 3 },
+      { topic: `t.${db.schema}.rejected`, partitions: 1 },
     ]);
     s.producer = await CommandProducer.open(s.commandsTopic);
     s.collector = await new Collector([s.dispatchTopic]).start();
@@ -45,6 +49,7 @@ export class Scenario {
       SCHED_DB_SCHEMA: this.db.schema,
       SCHED_COMMANDS_TOPIC: this.commandsTopic,
       SCHED_GROUP_ID: this.groupId,
+      SCHED_REJECTED_TOPIC: this.rejectedTopic,
       SCHED_OWNER_ID: uniqueName('owner'),
       ...env,
     });
