@@ -9,22 +9,38 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import {
   checkBackwardCompatibility,
+  COMMAND_CONTRACT,
   type Command,
   commandKey,
+  CONTRACT_SCHEMAS,
   contractSamples,
   Contracts,
   createAvroType,
+  releasedVersions,
   SUBJECTS,
 } from '@sched/contracts';
-import { COMMAND_CONTRACT, CONTRACT_SCHEMAS, releasedVersions } from '@sched/schemas';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const registryUrl = (process.env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7').replace(
   /\/+$/,
   '',
 );
 const runId = randomUUID().slice(0, 8);
-const uniqueSubject = (what: string) => `test-contracts-${what}-${runId}`;
+const createdSubjects = new Set<string>();
+const uniqueSubject = (what: string): string => {
+  const subject = `test-contracts-${what}-${runId}`;
+  createdSubjects.add(subject);
+  return subject;
+};
+
+/** Best effort: soft-delete, then permanently delete, every subject this run created. */
+async function deleteCreatedSubjects(): Promise<void> {
+  for (const subject of createdSubjects) {
+    const url = `${registryUrl}/subjects/${encodeURIComponent(subject)}`;
+    await fetch(url, { method: 'DELETE' }).catch(() => undefined);
+    await fetch(`${url}?permanent=true`, { method: 'DELETE' }).catch(() => undefined);
+  }
+}
 
 async function registryGet(path: string): Promise<unknown> {
   const response = await fetch(`${registryUrl}${path}`);
@@ -60,6 +76,8 @@ describe('contracts through the schema registry', () => {
     writer = new Contracts({ registryUrl });
     ids = await writer.registerAll();
   });
+
+  afterAll(deleteCreatedSubjects);
 
   it('registers every contract under its subject with BACKWARD compatibility, idempotently', async () => {
     expect(Object.keys(ids).sort()).toEqual(['command', 'dispatch', 'event', 'rejected']);
