@@ -18,16 +18,24 @@ describe('scheduler failover on the real stack', () => {
     await sleep(3_000); // let the group settle on both members
     const n = 3_000;
     const t0 = Date.now() + 1_000;
-    await s.producer.send(Array.from({ length: n }, (_, i) => createJob(`k-${i}`, s!.queue, t0 + Math.floor((i * 20_000) / n))));
+    await s.producer.send(
+      Array.from({ length: n }, (_, i) => createJob(`k-${i}`, s!.queue, t0 + Math.floor((i * 20_000) / n))),
+    );
     await sleep(6_000);
     a.signal('SIGKILL');
-    await s.collector.waitFor(() => new Set(s!.collector.seen.map((d) => d.record.jobId)).size >= n, 90_000, 'every job after kill -9');
+    await s.collector.waitFor(
+      () => new Set(s!.collector.seen.map((d) => d.record.jobId)).size >= n,
+      90_000,
+      'every job after kill -9',
+    );
     const seen = s.collector.seen.filter((d) => d.record.jobId.startsWith('k-'));
     const ids = new Set(seen.map((d) => d.record.jobId));
     expect(ids.size).toBe(n); // 0 lost
     expect(seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]);
     // Every partition ended with the survivor, under a bumped epoch.
-    const { rows } = await s.db.pool.query<{ owner_id: string; epoch: number }>('SELECT owner_id, epoch FROM partition_owner');
+    const { rows } = await s.db.pool.query<{ owner_id: string; epoch: number }>(
+      'SELECT owner_id, epoch FROM partition_owner',
+    );
     expect(rows).toHaveLength(6);
     expect(new Set(rows.map((r) => r.owner_id)).size).toBe(1);
     expect(rows.map((r) => r.owner_id)).not.toContain(a.ownerId);
@@ -42,13 +50,21 @@ describe('scheduler failover on the real stack', () => {
     const t0 = Date.now() + 3_000;
     await s.producer.send(Array.from({ length: n }, (_, i) => createJob(`st-${i}`, s!.queue, t0 + i * 10)));
     await sleep(1_500);
-    const before = await s.db.pool.query<{ partition: number; epoch: number }>('SELECT partition, epoch FROM partition_owner');
+    const before = await s.db.pool.query<{ partition: number; epoch: number }>(
+      'SELECT partition, epoch FROM partition_owner',
+    );
     expect(before.rows).toHaveLength(4);
     a.signal('SIGSTOP');
     const b = await s.startScheduler(FAST_GROUP);
     // B takes every partition once A's session expires, bumps the epochs and dispatches the jobs.
-    await s.collector.waitFor(() => new Set(s!.collector.seen.map((d) => d.record.jobId)).size >= n, 60_000, 'B dispatches all');
-    const taken = await s.db.pool.query<{ partition: number; epoch: number; owner_id: string }>('SELECT partition, epoch, owner_id FROM partition_owner');
+    await s.collector.waitFor(
+      () => new Set(s!.collector.seen.map((d) => d.record.jobId)).size >= n,
+      60_000,
+      'B dispatches all',
+    );
+    const taken = await s.db.pool.query<{ partition: number; epoch: number; owner_id: string }>(
+      'SELECT partition, epoch, owner_id FROM partition_owner',
+    );
     expect(taken.rows.every((r) => r.owner_id === b.ownerId)).toBe(true);
     a.signal('SIGCONT');
     await sleep(6_000);
@@ -56,7 +72,10 @@ describe('scheduler failover on the real stack', () => {
     expect(await a.metric('sched_fenced_writes_total')).toBeGreaterThan(0);
     // 0 accepted: no job was claimed, and no outbox row written, under A's old epochs.
     for (const old of before.rows) {
-      const claimed = await s.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM job WHERE partition = $1 AND claim_epoch = $2', [old.partition, old.epoch]);
+      const claimed = await s.db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM job WHERE partition = $1 AND claim_epoch = $2',
+        [old.partition, old.epoch],
+      );
       expect(claimed.rows[0]!.n).toBe(0);
     }
     const oldEpochs = before.rows.map((r) => r.epoch);

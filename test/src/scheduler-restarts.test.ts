@@ -13,14 +13,17 @@ describe('scheduler across Kafka broker and Kafka Connect restarts', () => {
   });
   afterAll(async () => {
     const st = await stackStatus({ say: (l) => console.log(`[stack] ${l}`) });
-    for (const svc of st.services) if (!svc.healthy) await startService(svc.name, { say: (l) => console.log(`[stack] ${l}`) });
+    for (const svc of st.services)
+      if (!svc.healthy) await startService(svc.name, { say: (l) => console.log(`[stack] ${l}`) });
     await s?.close();
   });
 
   it('loses nothing and dispatch resumes', async () => {
     const n = 2_000;
     const t0 = Date.now() + 1_000;
-    await s.producer.send(Array.from({ length: n }, (_, i) => createJob(`r-${i}`, s.queue, t0 + Math.floor((i * 40_000) / n))));
+    await s.producer.send(
+      Array.from({ length: n }, (_, i) => createJob(`r-${i}`, s.queue, t0 + Math.floor((i * 40_000) / n))),
+    );
     await sleep(6_000);
     await stopService('kafka', { say: (l) => console.log(`[stack] ${l}`) });
     await sleep(4_000);
@@ -30,13 +33,19 @@ describe('scheduler across Kafka broker and Kafka Connect restarts', () => {
     await sleep(4_000);
     await startService('connect', { say: (l) => console.log(`[stack] ${l}`) });
 
-    await s.collector.waitFor(() => new Set(s.collector.seen.map((d) => d.record.jobId)).size >= n, 120_000, 'every job after restarts');
+    await s.collector.waitFor(
+      () => new Set(s.collector.seen.map((d) => d.record.jobId)).size >= n,
+      120_000,
+      'every job after restarts',
+    );
     const ids = s.collector.seen.map((d) => d.record.jobId);
     expect(new Set(ids).size).toBe(n); // 0 lost
     expect(s.collector.seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]);
     const late = s.collector.seen.filter((d) => d.record.dueAtMs > Date.now() - 5_000);
     // Jobs due after the restarts went out on time again (dispatch resumed, not just drained).
     for (const d of late) expect(d.receivedAtMs - d.record.dueAtMs).toBeLessThan(2_000);
-    console.log(`restarts: ${n} jobs, ${ids.length - new Set(ids).size} duplicate dispatch records (at-least-once)`);
+    console.log(
+      `restarts: ${n} jobs, ${ids.length - new Set(ids).size} duplicate dispatch records (at-least-once)`,
+    );
   });
 });

@@ -1,1 +1,2 @@
 export * from './replay.js';
+export { registryPayloadValidator } from './registry-payload-validator.js';

@@ -108,6 +108,8 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   dispatchLeaseMs: { env: 'SCHED_DISPATCH_LEASE_MS', kind: 'int' },
   reconcileEveryMs: { env: 'SCHED_RECONCILE_EVERY_MS', kind: 'int' },
   reapEveryMs: { env: 'SCHED_REAP_EVERY_MS', kind: 'int' },
+  reapSkewMarginMs: { env: 'SCHED_REAP_SKEW_MARGIN_MS', kind: 'int' },
+  reconcileGraceMs: { env: 'SCHED_RECONCILE_GRACE_MS', kind: 'int' },
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },

@@ -4,6 +4,8 @@ import { endpoints } from './isolation.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
+export type AppName = 'scheduler' | 'worker';
+
 export interface SchedulerProcess {
   child: ChildProcess;
   pid: number;
@@ -21,12 +23,22 @@ export interface SchedulerProcess {
 }
 
 /** Starts `apps/scheduler/src/main.ts` as a real child process and waits until it is consuming. */
-export async function startScheduler(
+export function startScheduler(
+  env: Record<string, string>,
+  readyTimeoutMs = 60_000,
+): Promise<SchedulerProcess> {
+  return startApp('scheduler', env, readyTimeoutMs);
+}
+
+/** Starts `apps/<app>/src/main.ts` as a real child process and waits for its READY line. */
+export async function startApp(
+  app: AppName,
   env: Record<string, string>,
   readyTimeoutMs = 60_000,
 ): Promise<SchedulerProcess> {
   const ep = endpoints();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/scheduler/src/main.ts'], {
+  const marker = new RegExp(`${app.toUpperCase()}_READY (\\{.*\\})`);
+  const child = spawn(process.execPath, ['--import', 'tsx', `apps/${app}/src/main.ts`], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -34,7 +46,8 @@ export async function startScheduler(
       KAFKA_BROKERS: ep.kafkaBrokers.join(','),
       SCHED_REGISTRY_URL: ep.registryUrl,
       SCHED_METRICS_PORT: '0',
-      LOG_LEVEL: process.env.TEST_SCHEDULER_LOG_LEVEL ?? 'warn',
+      SCHED_WORKER_METRICS_PORT: '0',
+      LOG_LEVEL: process.env.TEST_APP_LOG_LEVEL ?? 'warn',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -48,7 +61,7 @@ export async function startScheduler(
     );
     const onData = (b: Buffer) => {
       out += b.toString();
-      const m = /SCHEDULER_READY (\{.*\})/.exec(out);
+      const m = marker.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(JSON.parse(m[1]!) as { ownerId: string; metricsPort: number });
@@ -58,7 +71,7 @@ export async function startScheduler(
     child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`scheduler exited with ${code} before ready:\n${out.slice(-4000)}`));
+      reject(new Error(`${app} exited with ${code} before ready:\n${out.slice(-4000)}`));
     });
   });
   const info = await ready;

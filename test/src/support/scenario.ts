@@ -1,6 +1,6 @@
 import { isolatedSchema, uniqueName, type IsolatedSchema } from './isolation.js';
 import { Collector, CommandProducer, ensureTopics } from './kafka.js';
-import { startScheduler, type SchedulerProcess } from './scheduler-process.js';
+import { startApp, startScheduler, type SchedulerProcess } from './app-process.js';
 
 /**
  * One isolated world for a test: its own schema (outbox published to Debezium), its own command
@@ -9,6 +9,7 @@ import { startScheduler, type SchedulerProcess } from './scheduler-process.js';
  */
 export class Scenario {
   readonly schedulers: SchedulerProcess[] = [];
+  readonly workers: SchedulerProcess[] = [];
   producer!: CommandProducer;
   collector!: Collector;
 
@@ -57,6 +58,42 @@ export class Scenario {
     return p;
   }
 
+  /** Starts a real worker process running the test handlers on this scenario's queue. */
+  async startWorker(env: Record<string, string> = {}): Promise<SchedulerProcess> {
+    const p = await startApp('worker', {
+      SCHED_DB_SCHEMA: this.db.schema,
+      SCHED_COMMANDS_TOPIC: this.commandsTopic,
+      SCHED_WORKER_GROUP_ID: `${this.db.schema}-workers`,
+      SCHED_WORKER_ID: uniqueName('worker'),
+      SCHED_WORKER_HANDLERS: 'test/src/fixtures/test-handlers.ts',
+      SCHED_WORKER_SESSION_TIMEOUT_MS: '6000',
+      TEST_QUEUE: this.queue,
+      ...env,
+    });
+    this.workers.push(p);
+    return p;
+  }
+
+  /** Executions recorded by the test handlers. */
+  async executions(jobId?: string) {
+    const { rows } = await this.db.pool
+      .query<{
+        job_id: string;
+        attempt: number;
+        worker_id: string;
+        generation: number;
+        started_ms: number;
+        finished_ms: number;
+        outcome: string;
+        from_step: number;
+      }>(
+        `SELECT * FROM test_execution ${jobId ? 'WHERE job_id = $1' : ''} ORDER BY started_ms, finished_ms`,
+        jobId ? [jobId] : [],
+      )
+      .catch(() => ({ rows: [] }));
+    return rows;
+  }
+
   async jobStates(): Promise<Map<string, string>> {
     const { rows } = await this.db.pool.query<{ job_id: string; state: string }>(
       'SELECT job_id, state FROM job',
@@ -65,7 +102,7 @@ export class Scenario {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.schedulers.map((p) => p.stop()));
+    await Promise.allSettled([...this.workers, ...this.schedulers].map((p) => p.stop()));
     await this.collector?.stop().catch(() => undefined);
     await this.producer?.close().catch(() => undefined);
     await this.db.drop();

@@ -1,0 +1,98 @@
+/**
+ * Worker composition root. Loads the user's handlers from the module named by
+ * SCHED_WORKER_HANDLERS (default: the built-in demo handlers), which exports
+ * `register(worker, { pool, log })` and calls `worker.handle(queue, fn)` for each queue.
+ */
+import { hostname } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import { fromEnv } from '@sched/config';
+import { Contracts } from '@sched/contracts';
+import { kafkajsPort } from '@sched/kafka';
+import { createLogger, type Logger } from '@sched/logging';
+import { serveMetrics } from '@sched/metrics';
+import { createPool } from '@sched/store';
+import {
+  avroWorkerCodec,
+  createWorkerMetrics,
+  Worker,
+  workerConfig,
+  type WorkerOptions,
+} from '@sched/worker-sdk';
+import type pg from 'pg';
+
+const env = process.env;
+const config = workerConfig({
+  workerId: `${hostname()}-${process.pid}`,
+  ...fromEnv<WorkerOptions>('worker', env, {
+    workerId: { env: 'SCHED_WORKER_ID', kind: 'string' },
+    groupId: { env: 'SCHED_WORKER_GROUP_ID', kind: 'string' },
+    commandsTopic: { env: 'SCHED_COMMANDS_TOPIC', kind: 'string' },
+    leaseTtlMs: { env: 'SCHED_LEASE_TTL_MS', kind: 'int' },
+    heartbeatEveryMs: { env: 'SCHED_HEARTBEAT_EVERY_MS', kind: 'int' },
+    executionTimeoutMs: { env: 'SCHED_EXECUTION_TIMEOUT_MS', kind: 'int' },
+    concurrency: { env: 'SCHED_WORKER_CONCURRENCY', kind: 'int' },
+    sessionTimeoutMs: { env: 'SCHED_WORKER_SESSION_TIMEOUT_MS', kind: 'int' },
+    poisonAfterReplays: { env: 'SCHED_POISON_AFTER_REPLAYS', kind: 'int' },
+  }),
+});
+const log = createLogger('worker', { level: env.LOG_LEVEL ?? 'info', bindings: { worker: config.workerId } });
+const databaseUrl = env.DATABASE_URL ?? 'postgres://sched:sched@127.0.0.1:55432/sched';
+const schema = env.SCHED_DB_SCHEMA ?? 'public';
+const brokers = (env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+const registryUrl = env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
+const metricsPort = Number(env.SCHED_WORKER_METRICS_PORT ?? 9465);
+const handlersPath = env.SCHED_WORKER_HANDLERS ?? new URL('./demo-handlers.ts', import.meta.url).pathname;
+
+export interface HandlerModule {
+  register(
+    worker: Worker,
+    deps: { pool: pg.Pool; log: Logger; env: Record<string, string | undefined> },
+  ): void | Promise<void>;
+}
+
+async function main(): Promise<void> {
+  const pool = createPool({
+    databaseUrl,
+    schema,
+    max: Math.min(32, config.concurrency + 4),
+    applicationName: 'sched-worker',
+  });
+  const contracts = new Contracts({ registryUrl });
+  await contracts.registerAll();
+  const metrics = createWorkerMetrics(config.workerId);
+  const worker = new Worker({
+    config,
+    kafka: kafkajsPort({ clientId: config.workerId, brokers, logger: log }),
+    pool,
+    codec: avroWorkerCodec(contracts),
+    metrics,
+    log,
+  });
+  const mod = (await import(pathToFileURL(resolve(handlersPath)).href)) as HandlerModule;
+  if (typeof mod.register !== 'function')
+    throw new Error(`${handlersPath} must export register(worker, deps)`);
+  await mod.register(worker, { pool, log, env });
+  const { server, port } = await serveMetrics(metrics.registry, metricsPort);
+  await worker.start();
+  log.info({ metricsPort: port, handlers: handlersPath }, 'worker started');
+  process.stdout.write(`WORKER_READY ${JSON.stringify({ ownerId: config.workerId, metricsPort: port })}\n`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    await worker.stop();
+    server.close();
+    await pool.end();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  log.fatal({ err }, 'worker failed to start');
+  process.exit(1);
+});

@@ -1,0 +1,138 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DISPATCH_TOPIC_PREFIX,
+  ensureStackUp,
+  stackStatus,
+  startService,
+  stopService,
+} from '@sched/local-stack';
+import { isolatedSchema, uniqueName, type IsolatedSchema } from './support/isolation.js';
+
+// The local stack itself: every service healthy, `status` exits non-zero when one is down, and
+// the outbox path end to end (a table published after the connector started, bytes and headers intact).
+
+const run = promisify(execFile);
+const quiet = { say: (line: string) => console.log(`[stack] ${line}`) };
+
+async function cliStatus(): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout } = await run('npx', ['tsx', 'deploy/local/src/cli.ts', 'status'], { timeout: 60_000 });
+    return { code: 0, out: stdout };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, out: e.stdout ?? '' };
+  }
+}
+
+describe('local stack', () => {
+  let endpoints: Awaited<ReturnType<typeof ensureStackUp>>;
+  beforeAll(async () => {
+    endpoints = await ensureStackUp(quiet); // idempotent: seconds when `npm test` already ran `up`
+  });
+
+  it('reports every service healthy, with the replication slot active', async () => {
+    const st = await stackStatus(quiet);
+    expect(st.services.map((s) => [s.name, s.healthy, s.detail])).toEqual(
+      st.services.map((s) => [s.name, true, s.detail]),
+    );
+    expect(st.services.find((s) => s.name === 'connect')?.detail).toMatch(
+      /RUNNING, task 0 RUNNING, slot active/,
+    );
+    expect(st.services.find((s) => s.name === 'postgres')?.detail).toMatch(
+      /wal_level=logical; slot sched_outbox active/,
+    );
+    const cli = await cliStatus();
+    expect(cli.code).toBe(0);
+    expect(cli.out.split('\n').filter((l) => / healthy /.test(l))).toHaveLength(4);
+  });
+
+  describe('an outbox row in a schema published after the connector started', () => {
+    let db: IsolatedSchema;
+    beforeAll(async () => {
+      db = await isolatedSchema('t_stack'); // migrates, then ALTER PUBLICATION sched_outbox ADD TABLE
+    });
+    afterAll(async () => {
+      await db?.drop();
+    });
+
+    it('arrives on sched.dispatch.<queue> with the same key, value bytes and headers', async () => {
+      const queue = uniqueName('stack').replace(/_/g, '-');
+      const topic = `${DISPATCH_TOPIC_PREFIX}${queue}`;
+      const id = randomUUID();
+      // Confluent framing (magic 0, schema id 7) then bytes that are not valid UTF-8.
+      const payload = Buffer.from([0x00, 0x00, 0x00, 0x00, 0x07, 0xff, 0xfe, 0x00, 0x80, 0x01]);
+      await db.pool.query(
+        `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
+         VALUES ($1, $2, $3, 'JobDue', $4, $3, 3, 2, 9007199254740, 'tenant-a')`,
+        [id, `dispatch.${queue}`, `job-${id}`, payload],
+      );
+
+      const kafka = new Kafka({
+        clientId: 'stack-health',
+        brokers: endpoints.kafkaBrokers,
+        logLevel: logLevel.NOTHING,
+      });
+      const admin = kafka.admin();
+      await admin.connect();
+      const deadline = Date.now() + 30_000;
+      while (!(await admin.listTopics()).includes(topic)) {
+        if (Date.now() > deadline) throw new Error(`Debezium did not create ${topic} within 30 s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await admin.disconnect();
+
+      const consumer = kafka.consumer({ groupId: uniqueName('stack-health'), maxWaitTimeInMs: 100 });
+      await consumer.connect();
+      try {
+        await consumer.subscribe({ topic, fromBeginning: true });
+        const message = await new Promise<KafkaMessage>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`nothing on ${topic} within 30 s`)), 30_000);
+          void consumer.run({
+            eachMessage: async ({ message: m }) => {
+              clearTimeout(timer);
+              resolve(m);
+            },
+          });
+        });
+        expect(message.key?.toString()).toBe(`job-${id}`);
+        expect(message.value?.equals(payload)).toBe(true);
+        const h = (name: string): string | undefined => message.headers?.[name]?.toString();
+        expect({
+          id: h('id'),
+          eventType: h('eventType'),
+          jobId: h('jobId'),
+          version: h('version'),
+          attempt: h('attempt'),
+          epoch: h('epoch'),
+          tenantId: h('tenantId'),
+        }).toEqual({
+          id,
+          eventType: 'JobDue',
+          jobId: `job-${id}`,
+          version: '3',
+          attempt: '2',
+          epoch: '9007199254740',
+          tenantId: 'tenant-a',
+        });
+      } finally {
+        await consumer.disconnect();
+      }
+    });
+  });
+
+  it('`status` exits non-zero while a service is down, and zero once it is back', async () => {
+    await stopService('registry', quiet);
+    try {
+      const down = await cliStatus();
+      expect(down.code).toBe(1);
+      expect(down.out).toMatch(/^registry +DOWN /m);
+    } finally {
+      await startService('registry', quiet);
+    }
+    expect((await cliStatus()).code).toBe(0);
+  });
+});

@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { cancelJob, createJob, sleep } from './support/kafka.js';
+import { Scenario } from './support/scenario.js';
+
+const FAST_SCHEDULER = {
+  SCHED_REAP_EVERY_MS: '500',
+  SCHED_REAP_SKEW_MARGIN_MS: '200',
+  SCHED_RECONCILE_EVERY_MS: '500',
+  SCHED_RECONCILE_GRACE_MS: '500',
+};
+const spec = (o: object) => Buffer.from(JSON.stringify(o));
+
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('workers: version-checked start and fenced leases on the real stack', () => {
+  let s: Scenario | undefined;
+  afterEach(async () => {
+    await s?.close();
+    s = undefined;
+  });
+
+  it('cancel racing dispatch: 500 jobs cancelled after their dispatch is on Kafka never run', async () => {
+    s = await Scenario.create('wcx', 4);
+    await s.startScheduler(FAST_SCHEDULER);
+    const n = 500;
+    await s.producer.send(
+      Array.from({ length: n }, (_, i) => createJob(`c-${i}`, s!.queue, Date.now() + 300)),
+    );
+    await s.collector.waitFor(() => s!.collector.seen.length >= n, 30_000, 'all dispatch records on Kafka');
+    await s.producer.send(Array.from({ length: n }, (_, i) => cancelJob(`c-${i}`)));
+    await until('all cancels committed', 30_000, async () => {
+      const { rows } = await s!.db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM job WHERE state = 'CANCELLED'",
+      );
+      return rows[0]!.n === n;
+    });
+    // Only now does a worker see the (stale) dispatch records.
+    const w = await s.startWorker();
+    await until(
+      'every record refused',
+      30_000,
+      async () => (await w.metric('sched_worker_refused_start_total')) >= n,
+    );
+    expect(await s.executions()).toEqual([]);
+    expect(await w.metric('sched_worker_started_total')).toBe(0);
+  });
+
+  it('kill -9 a worker mid-job: the reaper returns the job, another worker runs it with a new generation', async () => {
+    s = await Scenario.create('wkill', 2);
+    await s.startScheduler(FAST_SCHEDULER);
+    const a = await s.startWorker({ SCHED_LEASE_TTL_MS: '2000', SCHED_HEARTBEAT_EVERY_MS: '500' });
+    await s.producer.send([
+      createJob('kill-1', s.queue, Date.now() + 200, { payload: spec({ sleepMs: 4_000 }) }),
+    ]);
+    await until('attempt 1 started', 20_000, async () => (await s!.executions('kill-1')).length > 0);
+    a.signal('SIGKILL');
+    await s.startWorker({ SCHED_LEASE_TTL_MS: '2000', SCHED_HEARTBEAT_EVERY_MS: '500' });
+    await until('job succeeded', 40_000, async () => (await s!.jobStates()).get('kill-1') === 'SUCCEEDED');
+    const ex = await s.executions('kill-1');
+    const finished = ex.filter((e) => e.outcome === 'finished');
+    expect(finished).toHaveLength(1);
+    expect(finished[0]!.attempt).toBe(2);
+    expect(finished[0]!.generation).toBeGreaterThan(ex[0]!.generation);
+  });
+
+  it("a frozen worker's late completion is refused: 0 double completions", async () => {
+    s = await Scenario.create('wstop', 2);
+    const sched = await s.startScheduler(FAST_SCHEDULER);
+    const a = await s.startWorker({ SCHED_LEASE_TTL_MS: '2000', SCHED_HEARTBEAT_EVERY_MS: '500' });
+    await s.producer.send([
+      createJob('late-1', s.queue, Date.now() + 200, { payload: spec({ sleepMs: 3_000 }) }),
+    ]);
+    await until('attempt 1 started', 20_000, async () => (await s!.executions('late-1')).length > 0);
+    a.signal('SIGSTOP');
+    const b = await s.startWorker({ SCHED_LEASE_TTL_MS: '2000', SCHED_HEARTBEAT_EVERY_MS: '500' });
+    await until(
+      'attempt 2 succeeded',
+      40_000,
+      async () => (await s!.jobStates()).get('late-1') === 'SUCCEEDED',
+    );
+    a.signal('SIGCONT');
+    await until(
+      'frozen worker finished and was refused',
+      20_000,
+      async () => (await a.metric('sched_worker_refused_completions_total')) >= 1,
+    );
+    const { rows } = await s.db.pool.query<{ attempt: number; outcome: string; worker_id: string }>(
+      "SELECT attempt, outcome, worker_id FROM attempt WHERE job_id = 'late-1' ORDER BY attempt",
+    );
+    expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
+      [1, 'LEASE_LOST'],
+      [2, 'SUCCEEDED'],
+    ]);
+    expect(rows[1]!.worker_id).toBe(b.ownerId);
+    expect(await sched.metric('sched_lease_reaped_total', { to: 'SCHEDULED' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a long job keeps its lease by heartbeat and resumes from its checkpoint after a crash', async () => {
+    s = await Scenario.create('wlong', 2);
+    const sched = await s.startScheduler(FAST_SCHEDULER);
+    const lease = { SCHED_LEASE_TTL_MS: '1500', SCHED_HEARTBEAT_EVERY_MS: '400' };
+    await s.startWorker(lease);
+    // 16 × 250 ms = 4 s of work against a 1.5 s lease: only heartbeats keep it.
+    await s.producer.send([
+      createJob('long-1', s.queue, Date.now() + 200, { payload: spec({ steps: 16, stepMs: 250 }) }),
+    ]);
+    await until('long job done', 30_000, async () => (await s!.jobStates()).get('long-1') === 'SUCCEEDED');
+    expect((await s.executions('long-1')).filter((e) => e.outcome === 'started')).toHaveLength(1);
+    expect(await sched.metric('sched_lease_reaped_total')).toBe(0);
+
+    // Crash mid-way: the retry starts from the last checkpoint, not from zero.
+    const a = s.workers[0]!;
+    await s.producer.send([
+      createJob('long-2', s.queue, Date.now() + 200, { payload: spec({ steps: 20, stepMs: 250 }) }),
+    ]);
+    await until('some progress checkpointed', 20_000, async () => {
+      const { rows } = await s!.db.pool.query<{ step: number | null }>(
+        "SELECT (checkpoint->>'step')::int AS step FROM job WHERE job_id = 'long-2'",
+      );
+      return (rows[0]?.step ?? 0) >= 4;
+    });
+    a.signal('SIGKILL');
+    await s.startWorker(lease);
+    await until('long-2 done', 40_000, async () => (await s!.jobStates()).get('long-2') === 'SUCCEEDED');
+    const starts = (await s.executions('long-2')).filter((e) => e.outcome === 'started');
+    expect(starts).toHaveLength(2);
+    expect(starts[0]!.from_step).toBe(0);
+    expect(starts[1]!.from_step).toBeGreaterThanOrEqual(4);
+  });
+});
