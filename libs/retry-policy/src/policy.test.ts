@@ -83,3 +83,28 @@ describe('nextRetryAt', () => {
     );
   });
 });
+
+describe('per-job policies', () => {
+  it('maps the wire shape to a layer and validates it', async () => {
+    const { fromWirePolicy } = await import('./index.js');
+    const layer = fromWirePolicy({
+      baseMs: 10,
+      capMs: 100,
+      overrides: [{ failureClass: 'THROTTLED', baseMs: 50, capMs: null, maxAttempts: 3 }],
+    });
+    const p = resolvePolicy(layer);
+    expect(p.default).toMatchObject({ baseMs: 10, capMs: 100 });
+    expect(p.perClass.THROTTLED).toMatchObject({ baseMs: 50, maxAttempts: 3 });
+    expect(() => fromWirePolicy({ baseMs: -5, capMs: 1, overrides: [] })).toThrow(/baseMs/);
+  });
+  it('makes the job budget the budget of every retriable class, not of PERMANENT', async () => {
+    const { withMaxAttempts } = await import('./index.js');
+    const p = withMaxAttempts(resolvePolicy(), 2);
+    expect(nextRetryAt(0, 2, p, 'THROTTLED', null, Math.random)).toEqual({
+      retry: false,
+      reason: 'EXHAUSTED',
+    });
+    expect(nextRetryAt(0, 1, p, 'TRANSIENT', null, Math.random).retry).toBe(true);
+    expect(nextRetryAt(0, 1, p, 'PERMANENT', null, Math.random).retry).toBe(false);
+  });
+});

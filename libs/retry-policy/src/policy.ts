@@ -23,8 +23,14 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   },
 };
 
+/** One layer of overrides (queue, job): any field may be left out. */
+export interface PolicyLayer {
+  default?: Partial<ClassPolicy>;
+  perClass?: RetryPolicy['perClass'];
+}
+
 /** Merges per-queue and per-job overrides over the defaults (later wins). Validates. */
-export function resolvePolicy(...layers: (Partial<RetryPolicy> | null | undefined)[]): RetryPolicy {
+export function resolvePolicy(...layers: (PolicyLayer | null | undefined)[]): RetryPolicy {
   let out: RetryPolicy = {
     default: { ...DEFAULT_RETRY_POLICY.default },
     perClass: { ...DEFAULT_RETRY_POLICY.perClass },
@@ -93,4 +99,43 @@ export function seededRandom(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** The wire shape of a per-job policy (`io.sched.v1.RetryPolicy`). */
+export interface WireRetryPolicy {
+  baseMs: number;
+  capMs: number;
+  overrides: {
+    failureClass: FailureClass;
+    baseMs: number | null;
+    capMs: number | null;
+    maxAttempts: number | null;
+  }[];
+}
+
+/** Converts a per-job policy from the wire into a layer for `resolvePolicy`; validates it. */
+export function fromWirePolicy(w: WireRetryPolicy): PolicyLayer {
+  const perClass: RetryPolicy['perClass'] = {};
+  for (const o of w.overrides) {
+    const p: Partial<ClassPolicy> = {};
+    if (o.baseMs !== null) p.baseMs = o.baseMs;
+    if (o.capMs !== null) p.capMs = o.capMs;
+    if (o.maxAttempts !== null) p.maxAttempts = o.maxAttempts;
+    perClass[o.failureClass] = p;
+  }
+  const layer: PolicyLayer = { default: { baseMs: w.baseMs, capMs: w.capMs }, perClass };
+  resolvePolicy(layer);
+  return layer;
+}
+
+/**
+ * Applies a job's attempt budget: it is the only budget for every retriable class (a PERMANENT
+ * failure still never retries).
+ */
+export function withMaxAttempts(policy: RetryPolicy, maxAttempts: number): RetryPolicy {
+  const perClass: RetryPolicy['perClass'] = {};
+  for (const [cls, p] of Object.entries(policy.perClass) as [FailureClass, Partial<ClassPolicy>][]) {
+    perClass[cls] = cls === 'PERMANENT' ? p : { ...p, maxAttempts };
+  }
+  return { default: { ...policy.default, maxAttempts }, perClass };
 }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { fromWirePolicy, type WireRetryPolicy } from '@sched/retry-policy';
 import type { Logger } from '@sched/logging';
 import type { InboundMessage, MessageProducer } from '@sched/kafka';
 import {
@@ -233,7 +234,7 @@ function toNewJob(c: CreateJobCommand): NewJob {
     payload: c.payload,
     businessKey: c.businessKey,
     maxAttempts: c.maxAttempts,
-    retryPolicy: c.retryPolicy,
+    retryPolicy: c.retryPolicy ? fromWirePolicy(c.retryPolicy as WireRetryPolicy) : null,
     expiresAtMs: c.expiresAtMs,
     executionTimeoutMs: c.executionTimeoutMs,
     headers: c.headers,

@@ -1,3 +1,4 @@
+import { fromWirePolicy, type WireRetryPolicy } from '@sched/retry-policy';
 import { CommandRejection, RejectReason, type SchedulerCommand } from './commands.js';
 
 export interface ValidationLimits {
@@ -69,6 +70,13 @@ export function validateCommand(
         cmd.jitterWindowMs > limits.maxJitterWindowMs
       ) {
         fail(RejectReason.INVALID_FIELD, `jitterWindowMs must be in [0, ${limits.maxJitterWindowMs}]`);
+      }
+      if (cmd.retryPolicy) {
+        try {
+          fromWirePolicy(cmd.retryPolicy as WireRetryPolicy);
+        } catch (err) {
+          fail(RejectReason.INVALID_FIELD, `retryPolicy: ${(err as Error).message}`);
+        }
       }
       if (cmd.expiresAtMs !== null && !(cmd.expiresAtMs > cmd.dueAtMs))
         fail(RejectReason.INVALID_FIELD, 'expiresAtMs must be after dueAtMs');

@@ -1,5 +1,5 @@
 import type { Logger } from '@sched/logging';
-import type { RetryPolicy } from '@sched/retry-policy';
+import type { PolicyLayer } from '@sched/retry-policy';
 
 /** A dispatched job as the handler sees it. */
 export interface Job {
@@ -48,7 +48,7 @@ export interface HandlerOptions {
   /** Concurrent executions per partition batch. Default: the worker's `concurrency`. */
   concurrency?: number;
   /** Retry policy for this queue (per-job `retryPolicy` overrides it). */
-  retryPolicy?: Partial<RetryPolicy>;
+  retryPolicy?: PolicyLayer;
   /** Execution timeout when the job does not carry one. */
   executionTimeoutMs?: number;
 }

@@ -6,7 +6,9 @@ import {
   classifyFailure,
   nextRetryAt,
   resolvePolicy,
+  withMaxAttempts,
   type FailureClass,
+  type PolicyLayer,
   type RetryPolicy,
 } from '@sched/retry-policy';
 import { attemptEnd, jobComplete, jobState, leaseAcquire, leaseRenew, type Lease } from '@sched/store';
@@ -244,11 +246,8 @@ export class Worker {
     const classified = timedOut
       ? { failureClass: 'UNKNOWN' as FailureClass, retryAfterMs: null, message: `execution timed out` }
       : classifyFailure(error);
-    const policy = resolvePolicy(
-      queuePolicy,
-      lease.retryPolicy as Partial<RetryPolicy> | null,
-      lease.maxAttempts ? { default: { ...queuePolicy.default, maxAttempts: lease.maxAttempts } } : null,
-    );
+    const merged = resolvePolicy(queuePolicy, lease.retryPolicy as PolicyLayer | null);
+    const policy = lease.maxAttempts ? withMaxAttempts(merged, lease.maxAttempts) : merged;
     const decision = nextRetryAt(
       Date.now(),
       rec.attempt,
