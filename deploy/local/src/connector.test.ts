@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { CONNECTOR_NAME, CONNECTOR_PLACEHOLDERS, connectorConfig, connectorTemplate } from './connector.js';
+
+describe('the outbox connector file', () => {
+  const t = connectorTemplate();
+
+  it('uses every placeholder, and fills only those (EventRouter keeps ${routedByValue})', () => {
+    const text = JSON.stringify(t);
+    for (const p of CONNECTOR_PLACEHOLDERS) expect(text).toContain(`\${${p}}`);
+    const c = connectorConfig('postgres://sched:s%24cret@127.0.0.1:55432/sched');
+    expect(c['database.hostname']).toBe('127.0.0.1');
+    expect(c['database.port']).toBe('55432');
+    expect(c['database.dbname']).toBe('sched');
+    expect(c['database.user']).toBe('sched');
+    expect(c['database.password']).toBe('s$cret');
+    expect(c['transforms.outbox.route.topic.replacement']).toBe('sched.${routedByValue}');
+    expect(JSON.stringify(c)).not.toMatch(/\$\{SCHED_/);
+    expect(c.name).toBe(CONNECTOR_NAME);
+  });
+
+  it('reads the migrations-made publication, inserts only from now on, in any schema', () => {
+    expect(t['plugin.name']).toBe('pgoutput');
+    expect(t['publication.name']).toBe('sched_outbox');
+    expect(t['publication.autocreate.mode']).toBe('disabled');
+    expect(t['slot.name']).toBe('sched_outbox');
+    expect(t['snapshot.mode']).toBe('no_data');
+    // Debezium matches table.include.list against the whole `schema.table`.
+    const include = new RegExp(`^(?:${t['table.include.list']})$`);
+    for (const yes of ['public.outbox', 't_abc123.outbox']) expect(include.test(yes)).toBe(true);
+    for (const no of ['public.outbox_old', 'public.jobs', 'public.xoutbox'])
+      expect(include.test(no)).toBe(false);
+  });
+
+  it('passes key and payload through as bytes, with the outbox columns as headers', () => {
+    expect(t['key.converter']).toBe('org.apache.kafka.connect.storage.StringConverter');
+    expect(t['value.converter']).toBe('io.debezium.converters.BinaryDataConverter');
+    expect(t['transforms.outbox.route.by.field']).toBe('aggregatetype');
+    expect(t['transforms.outbox.table.field.event.key']).toBe('aggregateid');
+    expect(t['transforms.outbox.table.fields.additional.placement']?.split(',')).toEqual([
+      'type:header:eventType',
+      'job_id:header:jobId',
+      'version:header:version',
+      'attempt:header:attempt',
+      'epoch:header:epoch',
+      'tenant_id:header:tenantId',
+    ]);
+  });
+
+  it('never compresses (kafkajs reads gzip only) and lingers 1 ms', () => {
+    expect(t['producer.override.compression.type']).toBe('none');
+    expect(t['producer.override.linger.ms']).toBe('1');
+    expect(Number(t['heartbeat.interval.ms'])).toBeGreaterThan(0);
+  });
+});
