@@ -89,7 +89,11 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['future-1'], 60_000))).toEqual(
       [],
     );
-    expect(await inTransaction(db.pool, (c) => jobReconcileDue(c, 2, own.epoch, 100, 60_000, 0))).toEqual([]);
+    expect(
+      await inTransaction(db.pool, (c) =>
+        jobReconcileDue(c, [{ partition: 2, epoch: own.epoch }], 100, 60_000, 0),
+      ),
+    ).toEqual([]);
   });
 
   it('reconciliation skips rows locked by a concurrent claimer instead of blocking', async () => {
@@ -103,9 +107,18 @@ describe('store: fencing and claims against real Postgres', () => {
       await holder.query('BEGIN');
       await holder.query("SELECT 1 FROM job WHERE job_id = 'r-1' FOR UPDATE");
       const t0 = Date.now();
-      const got = await inTransaction(db.pool, (c) => jobReconcileDue(c, 3, own.epoch, 10, 60_000, 0));
+      const got = await inTransaction(db.pool, (c) =>
+        jobReconcileDue(c, [{ partition: 3, epoch: own.epoch }], 10, 60_000, 0),
+      );
       expect(Date.now() - t0).toBeLessThan(2_000);
       expect(got.map((j) => j.jobId).sort()).toEqual(['r-2', 'r-3']);
+      // A stale epoch takes no part.
+      await db.pool.query("UPDATE job SET state = 'SCHEDULED' WHERE job_id IN ('r-2','r-3')");
+      expect(
+        await inTransaction(db.pool, (c) =>
+          jobReconcileDue(c, [{ partition: 3, epoch: own.epoch - 1 }], 10, 60_000, 0),
+        ),
+      ).toEqual([]);
       await holder.query('COMMIT');
     } finally {
       holder.release();

@@ -36,6 +36,14 @@ export const RejectionReason = {
   ALREADY_TERMINAL: 'ALREADY_TERMINAL',
   /** The same jobId/scheduleId exists with different content under another commandId. */
   DUPLICATE_ID: 'DUPLICATE_ID',
+  /** A schedule's cron expression does not parse or can never fire. */
+  INVALID_CRON: 'INVALID_CRON',
+  /** A schedule's time zone is not an IANA zone. */
+  UNKNOWN_TIME_ZONE: 'UNKNOWN_TIME_ZONE',
+  /** A schedule ends before it starts. */
+  INVALID_SCHEDULE_WINDOW: 'INVALID_SCHEDULE_WINDOW',
+  /** A schedule's interval is zero, negative or too small. */
+  INVALID_INTERVAL: 'INVALID_INTERVAL',
 } as const;
 
 export type RejectionReasonCode = (typeof RejectionReason)[keyof typeof RejectionReason];

@@ -50,10 +50,23 @@ function toEngine(cmd: Command): SchedulerCommand {
         attempt: b.value.attempt,
         outcome: b.value.outcome,
       };
-    case 'UpsertSchedule':
+    case 'UpsertSchedule': {
+      const { jobTemplate: t, ...rest } = b.value;
+      return {
+        kind: 'UpsertSchedule',
+        ...base,
+        ...rest,
+        payload: t.payload,
+        priority: t.priority,
+        headers: t.headers,
+        maxAttempts: t.maxAttempts,
+        executionTimeoutMs: t.executionTimeoutMs,
+        retryPolicy: t.retryPolicy,
+      };
+    }
     case 'PauseSchedule':
     case 'ResumeSchedule':
     case 'DeleteSchedule':
-      return { kind: 'Other', ...base, type: b.kind, entityId: b.value.scheduleId };
+      return { kind: b.kind, ...base, scheduleId: b.value.scheduleId };
   }
 }

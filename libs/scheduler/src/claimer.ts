@@ -68,18 +68,27 @@ export class Claimer {
     });
   }
 
-  /** Reconciliation: claims due jobs the wheel missed, SKIP LOCKED. */
-  async reconcile(rt: PartitionRuntime, limit: number, graceMs: number): Promise<ClaimedJob[]> {
+  /**
+   * Reconciliation and catch-up: claims overdue jobs the wheel does not hold, across the given
+   * partitions, highest priority first, SKIP LOCKED; outbox rows written per partition, fenced.
+   */
+  async reconcile(
+    rts: PartitionRuntime[],
+    limit: number,
+    graceMs: number,
+  ): Promise<(ClaimedJob & { partition: number })[]> {
     return inTransaction(this.pool, async (client) => {
       const claimed = await jobReconcileDue(
         client,
-        rt.partition,
-        rt.epoch,
+        rts.map((r) => ({ partition: r.partition, epoch: r.epoch })),
         limit,
         this.dispatchLeaseMs,
         graceMs,
       );
-      await this.writeOutbox(client, rt, claimed);
+      for (const rt of rts) {
+        const mine = claimed.filter((c) => c.partition === rt.partition);
+        await this.writeOutbox(client, rt, mine);
+      }
       this.observe(claimed, 'reconcile');
       return claimed;
     });

@@ -9,6 +9,8 @@ import {
   jobCreateBatch,
   jobReschedule,
   partitionAdvanceOffset,
+  scheduleSetState,
+  scheduleUpsert,
   type NewJob,
 } from '@sched/store';
 import {
@@ -18,16 +20,20 @@ import {
   type CancelJobCommand,
   type CreateJobCommand,
   type RescheduleJobCommand,
+  type ScheduleStateCommand,
+  type UpsertScheduleCommand,
   type SchedulerCodec,
   type SchedulerCommand,
 } from './commands.js';
 import {
+  compileScheduleRecurrence,
   jitteredDue,
   validateCommand,
   type KnownNames,
   type ValidationLimits,
 } from './command-validation.js';
 import type { PartitionRuntime } from './partition-runtime.js';
+import { scheduleEntryId, type ScheduleGenerator } from './schedule-generator.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
 interface Rejected {
@@ -46,6 +52,7 @@ export interface ApplierDeps {
   names: KnownNames;
   rejectedTopic: string;
   ownerId: string;
+  generator: ScheduleGenerator;
 }
 
 /**
@@ -87,16 +94,27 @@ export class CommandApplier {
     const effects = await inTransaction(this.d.pool, async (client) => {
       // Row-locks the ownership row for the whole transaction and checks the epoch.
       await partitionAdvanceOffset(client, rt.partition, rt.epoch, lastOffset);
+      // CreateJob is idempotent by job id (a second create of the same id is a no-op), so only
+      // the other commands need a commandId mark: one insert per job saved on the hot path.
+      const marked = accepted.filter((c) => c.kind !== 'CreateJob');
       const firstTime = await commandMarkApplied(
         client,
         rt.partition,
         rt.epoch,
-        accepted.map((c) => c.commandId),
+        marked.map((c) => c.commandId),
       );
       // Apply a commandId once: not if an earlier batch applied it, nor twice within this batch.
       const fresh: SchedulerCommand[] = [];
+      const createIds = new Set<string>();
       for (const c of accepted) {
-        if (firstTime.delete(c.commandId)) fresh.push(c);
+        let firstSeen: boolean;
+        if (c.kind === 'CreateJob') {
+          firstSeen = !createIds.has(c.commandId);
+          createIds.add(c.commandId);
+        } else {
+          firstSeen = firstTime.delete(c.commandId);
+        }
+        if (firstSeen) fresh.push(c);
         else this.d.metrics.commandsDuplicate.inc({ type: c.kind });
       }
       return this.applyRuns(client, rt, fresh);
@@ -105,7 +123,7 @@ export class CommandApplier {
 
     // Index updates after commit: the index only ever mirrors committed state.
     for (const e of effects) {
-      if (e.dueMs === null) rt.index.remove(e.jobId);
+      if (e.dueMs === null || e.dueMs < 0) rt.index.remove(e.jobId);
       else if (e.dueMs < rt.loadedUntilMs) rt.index.upsert(e.jobId, e.dueMs);
       else rt.index.remove(e.jobId);
     }
@@ -188,6 +206,79 @@ export class CommandApplier {
           );
           for (const r of rows) effects.push({ jobId: r.job_id, dueMs: r.due_ms });
           this.d.metrics.commandsApplied.inc({ type: kind }, run.length);
+          break;
+        }
+        case 'UpsertSchedule': {
+          const nowMs = Date.now();
+          for (const c of run as UpsertScheduleCommand[]) {
+            const rec = compileScheduleRecurrence(c);
+            const next = rec.next(nowMs - 1, 1).occurrences[0]?.atMs ?? null;
+            const version = await scheduleUpsert(
+              client,
+              rt.partition,
+              rt.epoch,
+              {
+                scheduleId: c.scheduleId,
+                tenantId: c.tenantId,
+                queue: c.queue,
+                payload: c.payload,
+                priority: c.priority,
+                headers: c.headers,
+                maxAttempts: c.maxAttempts,
+                executionTimeoutMs: c.executionTimeoutMs,
+                retryPolicy: c.retryPolicy ? fromWirePolicy(c.retryPolicy as WireRetryPolicy) : null,
+                cron: c.cron,
+                intervalMs: c.intervalMs,
+                timeZone: c.timeZone,
+                startAtMs: c.startAtMs,
+                endAtMs: c.endAtMs,
+                maxRuns: c.maxRuns,
+                nextFireAtMs: next,
+                misfirePolicy: c.misfirePolicy,
+                misfireFireAllCap: c.misfireFireAllCap,
+                misfireDeadlineMs: c.misfireDeadlineMs,
+                overlapPolicy: c.overlapPolicy,
+                dstSkippedPolicy: c.dstSkippedPolicy,
+                dstRepeatedPolicy: c.dstRepeatedPolicy,
+                jitterWindowMs: c.jitterWindowMs,
+              },
+              c.expectedVersion,
+            );
+            if (version === null) {
+              this.d.metrics.commandsNoop.inc({ type: kind });
+              continue;
+            }
+            effects.push({ jobId: scheduleEntryId(c.scheduleId), dueMs: next });
+            this.d.metrics.commandsApplied.inc({ type: kind });
+          }
+          break;
+        }
+        case 'PauseSchedule':
+        case 'DeleteSchedule': {
+          const ids = (run as ScheduleStateCommand[]).map((c) => c.scheduleId);
+          const done =
+            kind === 'PauseSchedule'
+              ? await scheduleSetState(client, rt.partition, rt.epoch, ids, ['ACTIVE'], 'PAUSED')
+              : await scheduleSetState(
+                  client,
+                  rt.partition,
+                  rt.epoch,
+                  ids,
+                  ['ACTIVE', 'PAUSED', 'COMPLETED'],
+                  'DELETED',
+                );
+          for (const id of done) effects.push({ jobId: scheduleEntryId(id), dueMs: null });
+          this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
+          this.d.metrics.commandsNoop.inc({ type: kind }, ids.length - done.length);
+          break;
+        }
+        case 'ResumeSchedule': {
+          const ids = (run as ScheduleStateCommand[]).map((c) => c.scheduleId);
+          const resumed = await this.d.generator.resume(client, rt, ids, Date.now());
+          for (const r of resumed)
+            effects.push({ jobId: scheduleEntryId(r.scheduleId), dueMs: r.nextFireAtMs });
+          this.d.metrics.commandsApplied.inc({ type: kind }, resumed.length);
+          this.d.metrics.commandsNoop.inc({ type: kind }, ids.length - resumed.length);
           break;
         }
         case 'Other':

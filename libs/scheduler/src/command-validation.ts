@@ -1,5 +1,11 @@
 import { fromWirePolicy, type WireRetryPolicy } from '@sched/retry-policy';
-import { CommandRejection, RejectReason, type SchedulerCommand } from './commands.js';
+import { compileRecurrence, RecurrenceError, type Recurrence } from '@sched/recurrence';
+import {
+  CommandRejection,
+  RejectReason,
+  type SchedulerCommand,
+  type UpsertScheduleCommand,
+} from './commands.js';
 
 export interface ValidationLimits {
   maxPayloadBytes: number;
@@ -34,7 +40,7 @@ export function validateCommand(
   if (!cmd.commandId || cmd.commandId.length > 200)
     fail(RejectReason.INVALID_FIELD, 'commandId must be 1..200 characters');
   if (!names.hasTenant(cmd.tenantId)) fail(RejectReason.UNKNOWN_TENANT, `unknown tenant "${cmd.tenantId}"`);
-  const entityId = cmd.kind === 'Other' ? cmd.entityId : cmd.jobId;
+  const entityId = cmd.kind === 'Other' ? cmd.entityId : 'scheduleId' in cmd ? cmd.scheduleId : cmd.jobId;
   if (!ID.test(entityId))
     fail(RejectReason.INVALID_FIELD, 'id must be 1..200 printable ASCII characters without spaces');
   // The key picks the partition that owns the job; a command keyed otherwise would land where
@@ -99,7 +105,45 @@ export function validateCommand(
       return;
     case 'CancelJob':
     case 'AttemptResult':
+    case 'PauseSchedule':
+    case 'ResumeSchedule':
+    case 'DeleteSchedule':
       return;
+    case 'UpsertSchedule': {
+      if (!names.hasQueue(cmd.queue)) fail(RejectReason.UNKNOWN_QUEUE, `unknown queue "${cmd.queue}"`);
+      if (cmd.scheduleId.length > 150)
+        fail(RejectReason.INVALID_FIELD, 'scheduleId must be at most 150 characters');
+      if (cmd.payload.length > limits.maxPayloadBytes) {
+        fail(
+          RejectReason.PAYLOAD_TOO_LARGE,
+          `payload is ${cmd.payload.length} bytes; the limit is ${limits.maxPayloadBytes}`,
+        );
+      }
+      if (cmd.maxRuns !== null && !(Number.isSafeInteger(cmd.maxRuns) && cmd.maxRuns > 0))
+        fail(RejectReason.INVALID_FIELD, 'maxRuns must be a positive integer');
+      if (!(
+        Number.isSafeInteger(cmd.misfireFireAllCap) &&
+        cmd.misfireFireAllCap > 0 &&
+        cmd.misfireFireAllCap <= 10_000
+      )) {
+        fail(RejectReason.INVALID_FIELD, 'misfireFireAllCap must be in [1, 10000]');
+      }
+      if (
+        cmd.misfireDeadlineMs !== null &&
+        !(Number.isSafeInteger(cmd.misfireDeadlineMs) && cmd.misfireDeadlineMs > 0)
+      ) {
+        fail(RejectReason.INVALID_FIELD, 'misfireDeadlineMs must be a positive integer');
+      }
+      if (
+        !Number.isSafeInteger(cmd.jitterWindowMs) ||
+        cmd.jitterWindowMs < 0 ||
+        cmd.jitterWindowMs > limits.maxJitterWindowMs
+      ) {
+        fail(RejectReason.INVALID_FIELD, `jitterWindowMs must be in [0, ${limits.maxJitterWindowMs}]`);
+      }
+      compileScheduleRecurrence(cmd);
+      return;
+    }
     case 'Other':
       return;
   }
@@ -141,4 +185,39 @@ export function jitteredDue(jobId: string, dueAtMs: number, windowMs: number): n
     h = Math.imul(h, 0x01000193);
   }
   return dueAtMs + ((h >>> 0) % (windowMs + 1));
+}
+
+const RECURRENCE_REASONS: Record<string, RejectReason> = {
+  SCHED_E_INVALID_CRON: RejectReason.INVALID_CRON,
+  SCHED_E_UNKNOWN_ZONE: RejectReason.UNKNOWN_TIME_ZONE,
+  SCHED_E_END_BEFORE_START: RejectReason.INVALID_SCHEDULE_WINDOW,
+  SCHED_E_INVALID_INTERVAL: RejectReason.INVALID_INTERVAL,
+};
+
+/** Compiles a schedule's rule; a bad rule becomes a rejection with a specific reason. */
+export function compileScheduleRecurrence(
+  s: Pick<
+    UpsertScheduleCommand,
+    'cron' | 'intervalMs' | 'timeZone' | 'startAtMs' | 'endAtMs' | 'dstSkippedPolicy' | 'dstRepeatedPolicy'
+  >,
+): Recurrence {
+  try {
+    return compileRecurrence({
+      cron: s.cron,
+      intervalMs: s.intervalMs,
+      timeZone: s.timeZone,
+      startAtMs: s.startAtMs,
+      endAtMs: s.endAtMs,
+      dstSkipped: s.dstSkippedPolicy,
+      dstRepeated: s.dstRepeatedPolicy,
+    });
+  } catch (err) {
+    if (err instanceof RecurrenceError) {
+      throw new CommandRejection(
+        RECURRENCE_REASONS[(err as RecurrenceError).code] ?? RejectReason.INVALID_FIELD,
+        (err as Error).message,
+      );
+    }
+    throw err;
+  }
 }

@@ -52,6 +52,43 @@ export interface AttemptResultCommand {
   outcome: string;
 }
 
+/** Creates or replaces a recurring schedule (the job template and its recurrence). */
+export interface UpsertScheduleCommand {
+  kind: 'UpsertSchedule';
+  commandId: string;
+  tenantId: string;
+  scheduleId: string;
+  queue: string;
+  payload: Buffer;
+  priority: number;
+  headers: Record<string, string>;
+  maxAttempts: number | null;
+  executionTimeoutMs: number | null;
+  retryPolicy: unknown;
+  cron: string | null;
+  intervalMs: number | null;
+  timeZone: string;
+  startAtMs: number | null;
+  endAtMs: number | null;
+  maxRuns: number | null;
+  misfirePolicy: 'FIRE_ONCE' | 'FIRE_ALL' | 'SKIP';
+  misfireFireAllCap: number;
+  misfireDeadlineMs: number | null;
+  overlapPolicy: 'ALLOW' | 'SKIP' | 'BUFFER_ONE' | 'CANCEL_PREVIOUS';
+  dstSkippedPolicy: 'SHIFT' | 'SKIP';
+  dstRepeatedPolicy: 'FIRST' | 'LAST' | 'BOTH';
+  jitterWindowMs: number;
+  expectedVersion: number | null;
+}
+
+/** Pause, resume or delete a schedule. */
+export interface ScheduleStateCommand {
+  kind: 'PauseSchedule' | 'ResumeSchedule' | 'DeleteSchedule';
+  commandId: string;
+  tenantId: string;
+  scheduleId: string;
+}
+
 /** Commands the engine decodes but does not apply yet (schedules, attempt results). */
 export interface OtherCommand {
   kind: 'Other';
@@ -63,7 +100,13 @@ export interface OtherCommand {
 }
 
 export type SchedulerCommand =
-  CreateJobCommand | CancelJobCommand | RescheduleJobCommand | AttemptResultCommand | OtherCommand;
+  | CreateJobCommand
+  | CancelJobCommand
+  | RescheduleJobCommand
+  | AttemptResultCommand
+  | UpsertScheduleCommand
+  | ScheduleStateCommand
+  | OtherCommand;
 
 /** Stable, machine-readable reasons on `sched.commands.rejected` (the contract's catalogue). */
 export { RejectionReason as RejectReason } from '@sched/contracts';

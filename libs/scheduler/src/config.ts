@@ -37,6 +37,17 @@ export interface SchedulerOptions {
   maxSleepMs: number;
   /** Emit lifecycle events (sched.events) for cancels, reschedules and dead letters. */
   lifecycleEvents: boolean;
+  /** A schedule occurrence later than this is a misfire (handled by the schedule's misfire policy). */
+  misfireThresholdMs: number;
+  /** Period of the schedule sweep (buffered occurrences, anything the wheel missed). */
+  generateEveryMs: number;
+  /**
+   * Overdue jobs (due before now − reconcileGraceMs, e.g. after an outage) are claimed at most this
+   * many per second per process, highest priority first; on-time jobs are not limited by it.
+   */
+  catchUpRatePerSec: number;
+  /** Test hook: SIGKILL between generating a schedule occurrence and committing (never in production). */
+  testCrashAfterGenerate: boolean;
 }
 
 export const schedulerDefaults: SchedulerOptions = {
@@ -65,6 +76,10 @@ export const schedulerDefaults: SchedulerOptions = {
   applyConcurrency: 4,
   maxSleepMs: 250,
   lifecycleEvents: true,
+  misfireThresholdMs: 60_000,
+  generateEveryMs: 1_000,
+  catchUpRatePerSec: 5_000,
+  testCrashAfterGenerate: false,
 };
 
 export type SchedulerConfig = Readonly<SchedulerOptions>;
@@ -85,6 +100,9 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       'heartbeatIntervalMs',
       'applyConcurrency',
       'maxSleepMs',
+      'misfireThresholdMs',
+      'generateEveryMs',
+      'catchUpRatePerSec',
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
@@ -114,4 +132,8 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },
   lifecycleEvents: { env: 'SCHED_LIFECYCLE_EVENTS', kind: 'bool' },
+  misfireThresholdMs: { env: 'SCHED_MISFIRE_THRESHOLD_MS', kind: 'int' },
+  generateEveryMs: { env: 'SCHED_GENERATE_EVERY_MS', kind: 'int' },
+  catchUpRatePerSec: { env: 'SCHED_CATCH_UP_RATE_PER_SEC', kind: 'int' },
+  testCrashAfterGenerate: { env: 'SCHED_TEST_CRASH_AFTER_GENERATE', kind: 'bool' },
 };

@@ -64,6 +64,17 @@ export function createSchedulerMetrics(ownerId: string) {
     leaseReaped: counter(registry, 'sched_lease_reaped_total', 'expired leases returned by the reaper', [
       'to',
     ]),
+    occurrences: counter(
+      registry,
+      'sched_schedule_occurrences_total',
+      'schedule occurrences recorded in the ledger, by fate',
+      ['fate'],
+    ),
+    catchUpClaimed: counter(
+      registry,
+      'sched_catch_up_claimed_total',
+      'overdue jobs claimed by the rate-limited catch-up drain',
+    ),
     outboxPruned: counter(registry, 'sched_outbox_pruned_total', 'outbox rows pruned'),
   };
 }

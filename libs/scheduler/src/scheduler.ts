@@ -8,6 +8,7 @@ import {
   inTransaction,
   partitionClaim,
   pruneOlderThan,
+  scheduleLoadWindow,
 } from '@sched/store';
 import { Claimer } from './claimer.js';
 import { CommandApplier } from './command-applier.js';
@@ -17,6 +18,13 @@ import type { SchedulerConfig } from './config.js';
 import type { DueIndex } from './due-index.js';
 import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
+import {
+  SCHEDULE_ENTRY_PREFIX,
+  ScheduleGenerator,
+  scheduleEntryId,
+  type GenerationEffects,
+} from './schedule-generator.js';
+import { RateWindow } from './rate-window.js';
 
 export interface SchedulerDeps {
   config: SchedulerConfig;
@@ -41,6 +49,8 @@ export class Scheduler {
   private producer: MessageProducer | null = null;
   private applier: CommandApplier | null = null;
   private readonly claimer: Claimer;
+  private readonly generator: ScheduleGenerator;
+  private readonly catchUp: RateWindow;
   private timer: NodeJS.Timeout | null = null;
   private armedAt = Infinity;
   private readonly loops: NodeJS.Timeout[] = [];
@@ -48,6 +58,13 @@ export class Scheduler {
 
   constructor(private readonly d: SchedulerDeps) {
     this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs);
+    this.generator = new ScheduleGenerator(d.pool, d.metrics, d.log, {
+      misfireThresholdMs: d.config.misfireThresholdMs,
+      maxPerPass: 1_000,
+      batch: 100,
+      crashAfterGenerate: d.config.testCrashAfterGenerate,
+    });
+    this.catchUp = new RateWindow(d.config.catchUpRatePerSec);
   }
 
   async start(): Promise<void> {
@@ -63,6 +80,7 @@ export class Scheduler {
       names: this.d.names,
       rejectedTopic: c.rejectedTopic,
       ownerId: c.ownerId,
+      generator: this.generator,
     });
     this.consumer = this.d.kafka.groupConsumer(
       {
@@ -93,6 +111,7 @@ export class Scheduler {
     this.every(c.reapEveryMs, () => this.reapOnce());
     this.every(c.horizonExtendEveryMs, () => this.extendHorizonOnce());
     this.every(c.pruneEveryMs, () => this.pruneOnce());
+    this.every(c.generateEveryMs, () => this.generateOnce());
   }
 
   async stop(): Promise<void> {
@@ -155,10 +174,16 @@ export class Scheduler {
 
   /** Loads SCHEDULED jobs due before `untilMs` that the index does not hold yet. */
   private async loadUntil(rt: PartitionRuntime, untilMs: number): Promise<void> {
-    const from = rt.loadedUntilMs === 0 ? null : rt.loadedUntilMs;
+    // First load: jobs overdue by more than the grace are left to the rate-limited catch-up drain
+    // (reconcileOnce), so a backlog after an outage does not leave in one self-inflicted burst.
+    const from = rt.loadedUntilMs === 0 ? Date.now() - this.d.config.reconcileGraceMs : rt.loadedUntilMs;
     for await (const page of jobLoadWindow(this.d.pool, rt.partition, from, untilMs)) {
       if (rt.closed) return;
       for (const e of page) rt.index.upsert(e.jobId, e.dueAtMs);
+    }
+    for (const sch of await scheduleLoadWindow(this.d.pool, rt.partition, untilMs)) {
+      if (rt.closed) return;
+      rt.index.upsert(scheduleEntryId(sch.scheduleId), sch.nextFireAtMs ?? Date.now());
     }
     rt.loadedUntilMs = untilMs;
     this.d.metrics.wheelSize.set({ partition: String(rt.partition) }, rt.index.size);
@@ -208,8 +233,16 @@ export class Scheduler {
   private async drain(rt: PartitionRuntime): Promise<void> {
     for (;;) {
       if (rt.closed) return;
-      const due = rt.index.advance(Date.now(), this.d.config.claimBatchSize);
-      if (due.length === 0) return;
+      const expired = rt.index.advance(Date.now(), this.d.config.claimBatchSize);
+      if (expired.length === 0) return;
+      const schedules = expired.filter((e) => e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
+      if (schedules.length > 0) {
+        const ids = schedules.map((e) => e.jobId.slice(SCHEDULE_ENTRY_PREFIX.length));
+        this.applyGeneration(rt, await this.generator.runOnce(rt, ids));
+      }
+      const due =
+        schedules.length === 0 ? expired : expired.filter((e) => !e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
+      if (due.length === 0) continue;
       try {
         const out = await this.claimer.claimEntries(rt, due);
         for (const e of out.notYetDue) rt.index.upsert(e.jobId, e.dueMs);
@@ -225,31 +258,36 @@ export class Scheduler {
 
   // --- maintenance loops (each also callable once) --------------------------------------------
 
-  /** Claims due jobs the index missed, per owned partition. Returns how many. */
+  /**
+   * Claims due jobs the index missed, and drains an overdue backlog: across all owned partitions,
+   * highest priority first, in bounded batches, at most catchUpRatePerSec. Returns how many.
+   */
   async reconcileOnce(): Promise<number> {
+    const rts = [...this.runtimes.values()].filter((r) => !r.closed);
+    if (rts.length === 0) return 0;
     let total = 0;
-    for (const rt of [...this.runtimes.values()]) {
-      if (rt.closed) continue;
-      try {
-        for (;;) {
-          const got = await this.claimer.reconcile(
-            rt,
-            this.d.config.claimBatchSize,
-            this.d.config.reconcileGraceMs,
-          );
-          total += got.length;
-          for (const j of got) rt.index.remove(j.jobId);
-          if (got.length < this.d.config.claimBatchSize) break;
-        }
-        const { rows } = await this.d.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM job WHERE partition = $1 AND state = 'SCHEDULED'
-             AND due_at < now() - $2 * interval '1 millisecond'`,
-          [rt.partition, this.d.config.reconcileGraceMs],
-        );
-        this.d.metrics.overdue.set({ partition: String(rt.partition) }, rows[0]?.n ?? 0);
-      } catch (err) {
-        this.handleLoopError(rt, err, 'reconcile');
+    try {
+      for (;;) {
+        const allowed = this.catchUp.take(this.d.config.claimBatchSize);
+        if (allowed === 0) break;
+        const got = await this.claimer.reconcile(rts, allowed, this.d.config.reconcileGraceMs);
+        this.catchUp.refund(allowed - got.length);
+        total += got.length;
+        this.d.metrics.catchUpClaimed.inc(got.length);
+        for (const j of got) this.runtimes.get(j.partition)?.index.remove(j.jobId);
+        if (got.length < allowed) break;
       }
+      const { rows } = await this.d.pool.query<{ partition: number; n: number }>(
+        `SELECT partition, count(*)::int AS n FROM job
+         WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
+         GROUP BY partition`,
+        [rts.map((r) => r.partition), this.d.config.reconcileGraceMs],
+      );
+      const overdue = new Map(rows.map((r) => [r.partition, r.n]));
+      for (const rt of rts)
+        this.d.metrics.overdue.set({ partition: String(rt.partition) }, overdue.get(rt.partition) ?? 0);
+    } catch (err) {
+      this.d.log.error({ err }, 'reconcile failed');
     }
     return total;
   }
@@ -293,6 +331,31 @@ export class Scheduler {
       ),
     );
     this.arm(true);
+  }
+
+  /** Schedule sweep: generates due occurrences the wheel did not (and releases buffered ones). */
+  async generateOnce(): Promise<void> {
+    for (const rt of [...this.runtimes.values()]) {
+      if (rt.closed) continue;
+      try {
+        this.applyGeneration(rt, await this.generator.runOnce(rt, null));
+      } catch (err) {
+        this.handleLoopError(rt, err, 'schedule_generate');
+      }
+    }
+    this.arm();
+  }
+
+  private applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void {
+    for (const j of fx.jobs) {
+      if (j.dueMs < 0) rt.index.remove(j.jobId);
+      else if (j.dueMs < rt.loadedUntilMs) rt.index.upsert(j.jobId, j.dueMs);
+    }
+    for (const s of fx.schedules) {
+      if (s.nextFireAtMs !== null && s.nextFireAtMs < rt.loadedUntilMs)
+        rt.index.upsert(scheduleEntryId(s.scheduleId), s.nextFireAtMs);
+      else rt.index.remove(scheduleEntryId(s.scheduleId));
+    }
   }
 
   async pruneOnce(): Promise<void> {

@@ -15,6 +15,26 @@ export {
   jobLoadWindow,
   pruneOlderThan,
 } from './job-claim.js';
-export type { ClaimedJob, OutboxRow, ReapedJob } from './job-claim.js';
+export type { ClaimedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
 export { leaseAcquire, leaseRenew, jobComplete, jobState, attemptEnd } from './lease.js';
 export type { Lease, AttemptOutcome, Completion } from './lease.js';
+export {
+  scheduleUpsert,
+  scheduleGetForUpdate,
+  scheduleLockDue,
+  scheduleAdvance,
+  scheduleSetState,
+  occurrenceRecord,
+  scheduleLoadWindow,
+  occurrenceList,
+  jobStates,
+} from './schedule-store.js';
+export type {
+  ScheduleRow,
+  ScheduleAdvance,
+  OccurrenceRecord,
+  OccurrenceFate,
+  MisfirePolicy,
+  OverlapPolicy,
+  ScheduleState,
+} from './schedule-store.js';

@@ -89,35 +89,49 @@ export async function jobClaimDue(
   return rows.map(toClaimed);
 }
 
+/** A partition and the epoch its owner holds. */
+export interface OwnedPartition {
+  partition: number;
+  epoch: number;
+}
+
 /**
- * job_reconcile_due: the index is not the truth. Claims up to `$3` SCHEDULED jobs of the
- * partition that were due more than `$5` ms ago and were not fired (wheel lost or missed),
- * oldest first, skipping rows another transaction holds (FOR UPDATE SKIP LOCKED) so concurrent
- * scanners never block each other; fenced.
+ * job_reconcile_due: the index is not the truth, and the catch-up drain after an outage. Claims
+ * up to `limit` SCHEDULED jobs of the caller's partitions that were due more than `graceMs` ago and
+ * were not fired (wheel lost or missed, or an overdue backlog), highest priority first then oldest,
+ * across all the partitions at once. Rows another transaction holds are skipped
+ * (FOR UPDATE SKIP LOCKED), so concurrent scanners never block each other. Fenced per partition:
+ * only partitions whose (partition, epoch) is current take part, and their ownership rows are
+ * held FOR SHARE until commit.
  */
 export async function jobReconcileDue(
   client: pg.ClientBase,
-  partition: number,
-  epoch: number,
+  owned: OwnedPartition[],
   limit: number,
   dispatchLeaseMs: number,
   graceMs: number,
-): Promise<ClaimedJob[]> {
-  const { rows } = await client.query<ClaimRow>(
-    `WITH ${FENCE_CTE},
+): Promise<(ClaimedJob & { partition: number; epoch: number })[]> {
+  if (owned.length === 0 || limit <= 0) return [];
+  const { rows } = await client.query<ClaimRow & { partition: number; epoch: number }>(
+    `WITH owners AS (
+       SELECT po.partition, po.epoch FROM partition_owner po
+       JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
+       FOR SHARE OF po),
      due AS (
-       SELECT job_id FROM job
-       WHERE partition = $1 AND state = 'SCHEDULED' AND due_at <= now() - $5 * interval '1 millisecond'
-       ORDER BY due_at
+       SELECT j.job_id FROM job j
+       WHERE j.partition IN (SELECT partition FROM owners) AND j.state = 'SCHEDULED'
+         AND j.due_at <= now() - $5 * interval '1 millisecond'
+       ORDER BY j.priority DESC, j.due_at
        LIMIT $3
-       FOR UPDATE SKIP LOCKED)
-     UPDATE job j SET ${CLAIM_SET}
-     FROM fence, due
-     WHERE j.job_id = due.job_id
-     ${CLAIM_RETURNING}`,
-    [partition, epoch, limit, dispatchLeaseMs, graceMs],
+       FOR UPDATE OF j SKIP LOCKED)
+     UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(), claim_epoch = owners.epoch,
+                      lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
+     FROM due, owners
+     WHERE j.job_id = due.job_id AND j.partition = owners.partition
+     ${CLAIM_RETURNING}, j.partition, owners.epoch`,
+    [owned.map((o) => o.partition), owned.map((o) => o.epoch), limit, dispatchLeaseMs, graceMs],
   );
-  return rows.map(toClaimed);
+  return rows.map((r) => ({ ...toClaimed(r), partition: r.partition, epoch: r.epoch }));
 }
 
 export interface OutboxRow {

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Contracts, type CommandInput, type CreateJobInput, type Dispatch } from '@sched/contracts';
+import {
+  Contracts,
+  type CommandInput,
+  type CreateJobInput,
+  type Dispatch,
+  type UpsertScheduleInput,
+} from '@sched/contracts';
 import {
   kafkajsPort,
   type GroupConsumer,
@@ -55,6 +61,35 @@ export function createJob(
   };
 }
 
+export function upsertSchedule(
+  scheduleId: string,
+  queue: string,
+  rule: Partial<UpsertScheduleInput>,
+  payload = Buffer.from('{}'),
+): CommandInput {
+  return {
+    commandId: randomUUID(),
+    tenantId: 'default',
+    issuedAtMs: Date.now(),
+    body: {
+      kind: 'UpsertSchedule',
+      value: { scheduleId, queue, timeZone: 'UTC', jobTemplate: { payload }, ...rule },
+    },
+  };
+}
+
+export function scheduleCommand(
+  kind: 'PauseSchedule' | 'ResumeSchedule' | 'DeleteSchedule',
+  scheduleId: string,
+): CommandInput {
+  return {
+    commandId: randomUUID(),
+    tenantId: 'default',
+    issuedAtMs: Date.now(),
+    body: { kind, value: { scheduleId, reason: null } },
+  };
+}
+
 export function cancelJob(jobId: string): CommandInput {
   return {
     commandId: randomUUID(),
@@ -104,7 +139,7 @@ export class CommandProducer {
   }
 }
 
-function keyOf(cmd: CommandInput): string {
+export function keyOf(cmd: CommandInput): string {
   const v = cmd.body.value as { jobId?: string; scheduleId?: string };
   return v.jobId ?? v.scheduleId ?? '';
 }
