@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { headerString } from '@sched/kafka';
-import { createJob } from './support/kafka.js';
+import { createJob, sleep } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 // The foundation's one real chain: Avro CreateJob on Kafka → scheduler applies it to Postgres and
@@ -33,6 +33,11 @@ describe('chain: CreateJob → Postgres + outbox → Debezium → dispatch topic
       expect(d.message.key?.toString()).toBe(d.record.jobId);
       expect(headerString(d.message.headers.id)).toBe(d.record.eventId);
     }
+    // The scheduler watched each record arrive: outbox publication lag is measured.
+    const sched = s.schedulers[0]!;
+    for (let i = 0; i < 50 && (await sched.metric('sched_outbox_publication_lag_seconds_count')) < n; i++)
+      await sleep(100);
+    expect(await sched.metric('sched_outbox_publication_lag_seconds_count')).toBeGreaterThanOrEqual(n);
     const states = await s.jobStates();
     expect([...states.values()].every((st) => st === 'DISPATCHED')).toBe(true);
   });

@@ -26,6 +26,9 @@ export function avroSchedulerCodec(contracts: Contracts): SchedulerCodec {
     encodeDispatch(d) {
       return contracts.encodeDispatch(d);
     },
+    async dispatchClaimedAt(value) {
+      return (await contracts.decodeDispatch(value)).claimedAtMs;
+    },
     encodeRejected(r) {
       return contracts.encodeRejected({ ...r, commandId: null, tenantId: null });
     },

@@ -164,5 +164,7 @@ export interface SchedulerCodec {
   /** Throws CommandRejection (UNDECODABLE, UNKNOWN_SCHEMA_ID, INVALID_FIELD) for bad bytes. */
   decodeCommand(value: Buffer): Promise<SchedulerCommand>;
   encodeDispatch(d: DispatchFields): Buffer;
+  /** The claim time carried by a dispatch record (for the publication-lag metric). */
+  dispatchClaimedAt(value: Buffer): Promise<number>;
   encodeRejected(r: RejectedFields): Buffer;
 }

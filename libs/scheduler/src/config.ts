@@ -46,6 +46,8 @@ export interface SchedulerOptions {
    * many per second per process, highest priority first; on-time jobs are not limited by it.
    */
   catchUpRatePerSec: number;
+  /** Run the dispatch observer (outbox publication lag metric). */
+  observeDispatch: boolean;
   /** Test hook: SIGKILL between generating a schedule occurrence and committing (never in production). */
   testCrashAfterGenerate: boolean;
 }
@@ -80,6 +82,7 @@ export const schedulerDefaults: SchedulerOptions = {
   generateEveryMs: 1_000,
   catchUpRatePerSec: 5_000,
   testCrashAfterGenerate: false,
+  observeDispatch: true,
 };
 
 export type SchedulerConfig = Readonly<SchedulerOptions>;
@@ -136,4 +139,5 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   generateEveryMs: { env: 'SCHED_GENERATE_EVERY_MS', kind: 'int' },
   catchUpRatePerSec: { env: 'SCHED_CATCH_UP_RATE_PER_SEC', kind: 'int' },
   testCrashAfterGenerate: { env: 'SCHED_TEST_CRASH_AFTER_GENERATE', kind: 'bool' },
+  observeDispatch: { env: 'SCHED_OBSERVE_DISPATCH', kind: 'bool' },
 };

@@ -11,6 +11,7 @@ import {
   scheduleLoadWindow,
 } from '@sched/store';
 import { Claimer } from './claimer.js';
+import { DispatchObserver } from './dispatch-observer.js';
 import { CommandApplier } from './command-applier.js';
 import type { SchedulerCodec } from './commands.js';
 import type { KnownNames } from './command-validation.js';
@@ -55,6 +56,7 @@ export class Scheduler {
   private armedAt = Infinity;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
+  private observer: DispatchObserver | null = null;
 
   constructor(private readonly d: SchedulerDeps) {
     this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs);
@@ -112,12 +114,26 @@ export class Scheduler {
     this.every(c.horizonExtendEveryMs, () => this.extendHorizonOnce());
     this.every(c.pruneEveryMs, () => this.pruneOnce());
     this.every(c.generateEveryMs, () => this.generateOnce());
+    if (c.observeDispatch) {
+      this.observer = new DispatchObserver(
+        this.d.kafka,
+        this.d.pool,
+        (v) => this.d.codec.dispatchClaimedAt(v),
+        this.d.metrics,
+        this.d.log,
+        `${c.groupId}.observer.${c.ownerId}`,
+      );
+      await this.observer
+        .start()
+        .catch((err: unknown) => this.d.log.warn({ err }, 'dispatch observer not started'));
+    }
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.loops) clearInterval(t);
     if (this.timer) clearTimeout(this.timer);
+    await this.observer?.stop();
     await this.consumer?.stop();
     await this.producer?.disconnect();
   }
