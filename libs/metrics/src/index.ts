@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import client from 'prom-client';
 
-export type { Counter, Gauge, Histogram } from 'prom-client';
+export type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** A Prometheus registry of one process, with the default process metrics. */
 export function createRegistry(labels: Record<string, string> = {}): client.Registry {
