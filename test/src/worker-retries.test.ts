@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPLAY_PERMISSION, registryPayloadValidator, replayDeadLetters } from '@sched/dead-letters';
-import { createJob, sleep } from './support/kafka.js';
+import { cancelJob, Collector, contracts, createJob, sleep } from './support/kafka.js';
 import { endpoints } from './support/isolation.js';
 import { Scenario } from './support/scenario.js';
 
@@ -126,5 +126,40 @@ describe('workers: each failure class takes its path on the real stack', () => {
     await until('un-1 dead', 30_000, async () => (await s.jobStates()).get('un-1') === 'DEAD');
     expect((await attempts('un-1')).map((x) => x.failure_class)).toEqual(['UNKNOWN', 'UNKNOWN', 'UNKNOWN']);
     expect(await s.workers[0]!.metric('sched_dlq_ingress_total')).toBeGreaterThanOrEqual(2);
+  });
+
+  it('writes lifecycle events to sched.events through the outbox (cancel, retry, dead letter)', async () => {
+    const tag = Date.now().toString(36);
+    const events = await new Collector(['sched.events'], false).start();
+    await s.producer.send([
+      createJob(`ev-${tag}-dead`, s.queue, Date.now() + 100, { payload: spec({ fail: 'permanent' }) }),
+      createJob(`ev-${tag}-retry`, s.queue, Date.now() + 100, {
+        payload: spec({ fail: 'transient', failAttempts: 1 }),
+        retryPolicy: fastRetries,
+        maxAttempts: 3,
+      }),
+      createJob(`ev-${tag}-cx`, s.queue, Date.now() + 60_000),
+    ]);
+    await sleep(500);
+    await s.producer.send([cancelJob(`ev-${tag}-cx`)]);
+    const c = await contracts();
+    const mine = async () => {
+      const out: { jobId: string; type: string; version: number }[] = [];
+      for (const m of events.raw) {
+        const e = await c.decodeEvent(m.value!);
+        if (e.jobId.startsWith(`ev-${tag}`)) out.push({ jobId: e.jobId, type: e.type, version: e.version });
+      }
+      return out;
+    };
+    await until('three events', 30_000, async () => (await mine()).length >= 3);
+    const got = await mine();
+    expect(got).toEqual(
+      expect.arrayContaining([
+        { jobId: `ev-${tag}-dead`, type: 'DEAD_LETTERED', version: 1 },
+        { jobId: `ev-${tag}-retry`, type: 'RETRY_SCHEDULED', version: 1 },
+        { jobId: `ev-${tag}-cx`, type: 'CANCELLED', version: 2 },
+      ]),
+    );
+    await events.stop();
   });
 });

@@ -29,6 +29,9 @@ export function avroSchedulerCodec(contracts: Contracts): SchedulerCodec {
     async dispatchClaimedAt(value) {
       return (await contracts.decodeDispatch(value)).claimedAtMs;
     },
+    encodeEvent(e) {
+      return contracts.encodeEvent(e);
+    },
     encodeRejected(r) {
       return contracts.encodeRejected({ ...r, commandId: null, tenantId: null });
     },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { fromWirePolicy, type WireRetryPolicy } from '@sched/retry-policy';
 import type { Logger } from '@sched/logging';
@@ -8,10 +9,13 @@ import {
   jobCancel,
   jobCreateBatch,
   jobReschedule,
+  outboxInsert,
   partitionAdvanceOffset,
   scheduleSetState,
   scheduleUpsert,
   type NewJob,
+  type OutboxRow,
+  type VersionedJob,
 } from '@sched/store';
 import {
   CommandRejection,
@@ -53,6 +57,8 @@ export interface ApplierDeps {
   rejectedTopic: string;
   ownerId: string;
   generator: ScheduleGenerator;
+  /** Write CANCELLED / RESCHEDULED events to sched.events (through the outbox, same transaction). */
+  lifecycleEvents: boolean;
 }
 
 /**
@@ -134,6 +140,31 @@ export class CommandApplier {
   /** Applies consecutive runs of the same command type as one statement each, keeping order. */
   private async applyRuns(client: pg.ClientBase, rt: PartitionRuntime, cmds: SchedulerCommand[]) {
     const effects: { jobId: string; dueMs: number | null }[] = [];
+    const events: OutboxRow[] = [];
+    const event = (type: 'CANCELLED' | 'RESCHEDULED', j: VersionedJob, detail: string | null) => {
+      if (!this.d.lifecycleEvents) return;
+      const eventId = randomUUID();
+      events.push({
+        id: eventId,
+        aggregateType: 'events',
+        aggregateId: j.jobId,
+        type: 'JobEvent',
+        payload: this.d.codec.encodeEvent({
+          eventId,
+          jobId: j.jobId,
+          tenantId: j.tenantId,
+          type,
+          version: j.version,
+          attempt: j.attempt,
+          atMs: Date.now(),
+          detail,
+        }),
+        jobId: j.jobId,
+        version: j.version,
+        attempt: j.attempt,
+        tenantId: j.tenantId,
+      });
+    };
     let i = 0;
     while (i < cmds.length) {
       const kind = cmds[i]!.kind;
@@ -166,7 +197,11 @@ export class CommandApplier {
             rt.epoch,
             (run as CancelJobCommand[]).map((c) => c.jobId),
           );
-          for (const d of done) effects.push({ jobId: d.jobId, dueMs: null });
+          const reasons = new Map((run as CancelJobCommand[]).map((c) => [c.jobId, c.reason]));
+          for (const d of done) {
+            effects.push({ jobId: d.jobId, dueMs: null });
+            event('CANCELLED', d, reasons.get(d.jobId) ?? null);
+          }
           this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
           this.d.metrics.commandsNoop.inc({ type: kind }, run.length - done.length);
           break;
@@ -189,7 +224,10 @@ export class CommandApplier {
               rt.epoch,
               now.map((c) => ({ jobId: c.jobId, dueAtMs: c.dueAtMs, expectedVersion: c.expectedVersion })),
             );
-            for (const d of done) effects.push({ jobId: d.jobId, dueMs: d.dueAtMs });
+            for (const d of done) {
+              effects.push({ jobId: d.jobId, dueMs: d.dueAtMs });
+              event('RESCHEDULED', d, `due ${new Date(d.dueAtMs).toISOString()}`);
+            }
             this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
             this.d.metrics.commandsNoop.inc({ type: kind }, now.length - done.length);
             rest = later;
@@ -285,6 +323,7 @@ export class CommandApplier {
           break;
       }
     }
+    await outboxInsert(client, rt.partition, rt.epoch, events);
     return effects;
   }
 

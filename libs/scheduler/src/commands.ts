@@ -167,4 +167,17 @@ export interface SchedulerCodec {
   /** The claim time carried by a dispatch record (for the publication-lag metric). */
   dispatchClaimedAt(value: Buffer): Promise<number>;
   encodeRejected(r: RejectedFields): Buffer;
+  encodeEvent(e: JobEventFields): Buffer;
+}
+
+/** A lifecycle event on `sched.events`. */
+export interface JobEventFields {
+  eventId: string;
+  jobId: string;
+  tenantId: string;
+  type: 'CANCELLED' | 'RESCHEDULED';
+  version: number;
+  attempt: number;
+  atMs: number;
+  detail: string | null;
 }

@@ -83,6 +83,7 @@ export class Scheduler {
       rejectedTopic: c.rejectedTopic,
       ownerId: c.ownerId,
       generator: this.generator,
+      lifecycleEvents: c.lifecycleEvents,
     });
     this.consumer = this.d.kafka.groupConsumer(
       {

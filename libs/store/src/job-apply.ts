@@ -94,6 +94,8 @@ export async function jobCreateBatch(
 export interface VersionedJob {
   jobId: string;
   version: number;
+  tenantId: string;
+  attempt: number;
 }
 
 /**
@@ -108,16 +110,26 @@ export async function jobCancel(
   jobIds: string[],
 ): Promise<VersionedJob[]> {
   if (jobIds.length === 0) return [];
-  const { rows } = await client.query<{ job_id: string; version: number }>(
+  const { rows } = await client.query<{
+    job_id: string;
+    version: number;
+    tenant_id: string;
+    attempt: number;
+  }>(
     `WITH ${FENCE_CTE}
      UPDATE job j SET state = 'CANCELLED', version = j.version + 1, finished_at = now(),
                       lease_owner = NULL, lease_until = NULL
      FROM fence
      WHERE j.job_id = ANY($3::text[]) AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED','RUNNING')
-     RETURNING j.job_id, j.version`,
+     RETURNING j.job_id, j.version, j.tenant_id, j.attempt`,
     [partition, epoch, jobIds],
   );
-  return rows.map((r) => ({ jobId: r.job_id, version: r.version }));
+  return rows.map((r) => ({
+    jobId: r.job_id,
+    version: r.version,
+    tenantId: r.tenant_id,
+    attempt: r.attempt,
+  }));
 }
 
 export interface RescheduleRequest {
@@ -138,14 +150,20 @@ export async function jobReschedule(
   items: RescheduleRequest[],
 ): Promise<(VersionedJob & { dueAtMs: number })[]> {
   if (items.length === 0) return [];
-  const { rows } = await client.query<{ job_id: string; version: number; due_ms: number }>(
+  const { rows } = await client.query<{
+    job_id: string;
+    version: number;
+    due_ms: number;
+    tenant_id: string;
+    attempt: number;
+  }>(
     `WITH ${FENCE_CTE}
      UPDATE job j SET state = 'SCHEDULED', version = j.version + 1, due_at = ${MS('r.due_ms')},
                       lease_owner = NULL, lease_until = NULL
      FROM fence, unnest($3::text[], $4::bigint[], $5::int[]) AS r(job_id, due_ms, expected_version)
      WHERE j.job_id = r.job_id AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED')
        AND (r.expected_version IS NULL OR r.expected_version = j.version)
-     RETURNING j.job_id, j.version, ${MS_OF('j.due_at')} AS due_ms`,
+     RETURNING j.job_id, j.version, ${MS_OF('j.due_at')} AS due_ms, j.tenant_id, j.attempt`,
     [
       partition,
       epoch,
@@ -154,5 +172,11 @@ export async function jobReschedule(
       items.map((i) => i.expectedVersion),
     ],
   );
-  return rows.map((r) => ({ jobId: r.job_id, version: r.version, dueAtMs: r.due_ms }));
+  return rows.map((r) => ({
+    jobId: r.job_id,
+    version: r.version,
+    dueAtMs: r.due_ms,
+    tenantId: r.tenant_id,
+    attempt: r.attempt,
+  }));
 }

@@ -97,6 +97,8 @@ export interface Completion {
   retryAtMs: number | null;
   /** FAILED without a retry: dead-letter it with this fingerprint. */
   deadLetter: { fingerprint: string; poisonAfterReplays: number } | null;
+  /** A lifecycle event for sched.events, written to the outbox only if the completion is accepted. */
+  event?: { id: string; payload: Buffer; tenantId: string; version: number; attempt: number } | null;
 }
 
 /**
@@ -145,7 +147,11 @@ export async function jobComplete(
          quarantine_note = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
                                      AND dead_letter.same_failure_streak + 1 >= $11
                                 THEN 'failed the same way after ' || (dead_letter.same_failure_streak + 1) || ' replays'
-                                ELSE dead_letter.quarantine_note END)
+                                ELSE dead_letter.quarantine_note END),
+     ev AS (
+       INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
+       SELECT $12::uuid, 'events', job_id, 'JobEvent', $13::bytea, job_id, $14::int, $15::int, $16
+       FROM done WHERE $12::uuid IS NOT NULL)
      SELECT job_id FROM done`,
     [
       lease.jobId,
@@ -159,6 +165,11 @@ export async function jobComplete(
       lease.attemptId,
       c.deadLetter?.fingerprint ?? null,
       c.deadLetter?.poisonAfterReplays ?? 3,
+      c.event?.id ?? null,
+      c.event?.payload ?? null,
+      c.event?.version ?? null,
+      c.event?.attempt ?? null,
+      c.event?.tenantId ?? null,
     ],
   );
   if (rows.length === 0) {

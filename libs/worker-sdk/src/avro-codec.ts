@@ -8,6 +8,9 @@ export function avroWorkerCodec(contracts: Contracts): WorkerCodec {
     async decodeDispatch(value) {
       return contracts.decodeDispatch(value);
     },
+    encodeEvent(e) {
+      return contracts.encodeEvent(e);
+    },
     encodeAttemptResult(r) {
       const { tenantId, ...body } = r;
       return contracts.encodeCommand({

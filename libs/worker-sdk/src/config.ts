@@ -20,6 +20,12 @@ export interface WorkerOptions {
   poisonAfterReplays: number;
   fetchMaxWaitMs: number;
   sessionTimeoutMs: number;
+  /**
+   * Lifecycle events written to sched.events with each completion (through the outbox):
+   * `failures` (default) = RETRY_SCHEDULED and DEAD_LETTERED; `all` adds SUCCEEDED (one more outbox
+   * row per job: costs throughput); `none`.
+   */
+  lifecycleEvents: 'all' | 'failures' | 'none';
 }
 
 export const workerDefaults: WorkerOptions = {
@@ -35,6 +41,7 @@ export const workerDefaults: WorkerOptions = {
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
   sessionTimeoutMs: 10_000,
+  lifecycleEvents: 'failures',
 };
 
 export type WorkerConfig = Readonly<WorkerOptions>;
@@ -52,6 +59,8 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
+    if (!['all', 'failures', 'none'].includes(c.lifecycleEvents))
+      problem('lifecycleEvents must be all, failures or none');
     if (c.heartbeatEveryMs * 2 > c.leaseTtlMs)
       problem('heartbeatEveryMs must be at most half of leaseTtlMs so one late beat does not lose the lease');
   });

@@ -84,4 +84,15 @@ export interface WorkerCodec {
   decodeDispatch(value: Buffer): Promise<DispatchRecord>;
   /** An AttemptResult command for the partition owner (Kafka value). */
   encodeAttemptResult(r: AttemptReport): Buffer;
+  /** A lifecycle event for sched.events. */
+  encodeEvent(e: {
+    eventId: string;
+    jobId: string;
+    tenantId: string;
+    type: 'SUCCEEDED' | 'FAILED' | 'RETRY_SCHEDULED' | 'DEAD_LETTERED';
+    version: number;
+    attempt: number;
+    atMs: number;
+    detail: string | null;
+  }): Buffer;
 }

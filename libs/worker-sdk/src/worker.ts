@@ -226,11 +226,30 @@ export class Worker {
         error: null,
         retryAtMs: null,
         deadLetter: null,
+        event: this.event(rec, 'SUCCEEDED', null),
       });
       if (!ok) this.d.metrics.refusedCompletion.inc(q);
       return;
     }
     await this.fail(rec, lease, entry.policy, error, reason === 'TIMED_OUT', startedAtMs, seconds);
+  }
+
+  /** The lifecycle event a completion writes (through the outbox, only if the lease fence holds). */
+  private event(rec: DispatchRecord, type: LifecycleType, detail: string | null) {
+    const mode = this.d.config.lifecycleEvents;
+    if (mode === 'none' || (mode === 'failures' && type === 'SUCCEEDED')) return null;
+    const id = randomUUID();
+    const payload = this.d.codec.encodeEvent({
+      eventId: id,
+      jobId: rec.jobId,
+      tenantId: rec.tenantId,
+      type,
+      version: rec.version,
+      attempt: rec.attempt,
+      atMs: Date.now(),
+      detail,
+    });
+    return { id, payload, tenantId: rec.tenantId, version: rec.version, attempt: rec.attempt };
   }
 
   private async fail(
@@ -263,6 +282,11 @@ export class Worker {
       failureClass: classified.failureClass,
       error: classified.message.slice(0, 4000),
       retryAtMs: decision.retry ? decision.atMs : null,
+      event: this.event(
+        rec,
+        decision.retry ? 'RETRY_SCHEDULED' : 'DEAD_LETTERED',
+        classified.message.slice(0, 500),
+      ),
       deadLetter: decision.retry
         ? null
         : {
@@ -308,6 +332,8 @@ export class Worker {
     );
   }
 }
+
+export type LifecycleType = 'SUCCEEDED' | 'RETRY_SCHEDULED' | 'DEAD_LETTERED';
 
 /** "Failed the same way": the class plus the error text with numbers and ids blanked out. */
 export function fingerprint(failureClass: string, message: string): string {
