@@ -140,10 +140,12 @@ export function planSchedule(p: PlanInput): SchedulePlan {
 
   if (nextFireAt !== null && nextFireAt <= nowMs && budgetLeft()) {
     const { occurrences, skipped, truncated } = rec.between(nextFireAt - 1, nowMs, p.maxPerPass);
-    const seenSkip = new Set<number>();
+    // A skipped wall time has no instant of its own (it is reported at the gap's start): keep its
+    // ledger key apart from other skipped times and from real occurrences at that same instant.
+    const seenSkip = new Set<number>(occurrences.map((o) => o.atMs));
     for (const sk of skipped) {
       let at = sk.atMs;
-      while (seenSkip.has(at)) at++; // several wall times in one gap: keep one ledger row each
+      while (seenSkip.has(at)) at++;
       seenSkip.add(at);
       record(at, 'DST_SKIPPED', null, sk.localWall, 'wall time does not exist (DST gap); policy SKIP');
     }
@@ -202,7 +204,7 @@ export function planSchedule(p: PlanInput): SchedulePlan {
     }
     const handledUpTo =
       truncated && occurrences.length > 0 ? occurrences[occurrences.length - 1]!.atMs : nowMs;
-    nextFireAt = rec.next(handledUpTo, 1).occurrences[0]?.atMs ?? null;
+    nextFireAt = nextAfter(rec, handledUpTo);
   }
 
   const done = !budgetLeft() || nextFireAt === null;
@@ -220,4 +222,20 @@ export function planSchedule(p: PlanInput): SchedulePlan {
       bufferedAtMs: bufferedAt,
     },
   };
+}
+
+/**
+ * The next occurrence after `afterMs`, or null when the rule is exhausted. A page can come back
+ * empty without being the end (a rule whose matches all fall in DST gaps under SKIP): then continue
+ * from where it stopped, a bounded number of pages, and otherwise resume the scan there next pass.
+ */
+function nextAfter(rec: Recurrence, afterMs: number): number | null {
+  let from = afterMs;
+  for (let page = 0; page < 8; page++) {
+    const r = rec.next(from, 1);
+    if (r.occurrences[0]) return r.occurrences[0].atMs;
+    if (r.exhausted) return null;
+    from = r.coveredUntilMs;
+  }
+  return from;
 }
