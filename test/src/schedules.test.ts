@@ -1,18 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CommandRejected } from '@sched/contracts';
 import { occurrenceList } from '@sched/store';
-import { Collector, contracts, scheduleCommand, sleep, upsertSchedule } from './support/kafka.js';
+import { Collector, contracts, scheduleCommand, sleep, upsertSchedule, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 const spec = (o: object) => Buffer.from(JSON.stringify(o));
-
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe('recurring schedules on the real stack', () => {
   let s: Scenario | undefined;

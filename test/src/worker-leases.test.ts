@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { cancelJob, createJob, sleep } from './support/kafka.js';
+import { cancelJob, createJob, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 const FAST_SCHEDULER = {
@@ -9,14 +9,6 @@ const FAST_SCHEDULER = {
   SCHED_RECONCILE_GRACE_MS: '500',
 };
 const spec = (o: object) => Buffer.from(JSON.stringify(o));
-
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe('workers: version-checked start and fenced leases on the real stack', () => {
   let s: Scenario | undefined;

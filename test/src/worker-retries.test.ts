@@ -1,19 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPLAY_PERMISSION, registryPayloadValidator, replayDeadLetters } from '@sched/dead-letters';
-import { cancelJob, Collector, contracts, createJob, sleep } from './support/kafka.js';
+import { cancelJob, Collector, contracts, createJob, sleep, until } from './support/kafka.js';
 import { endpoints } from './support/isolation.js';
 import { Scenario } from './support/scenario.js';
 
 const spec = (o: object) => Buffer.from(JSON.stringify(o));
 const fastRetries = { baseMs: 200, capMs: 400, overrides: [] };
-
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const t0 = Date.now();
-  while (!(await check())) {
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe('workers: each failure class takes its path on the real stack', () => {
   let s: Scenario;

@@ -205,3 +205,12 @@ export class Collector {
 export async function sleep(ms: number): Promise<void> {
   await new Promise((r) => setTimeout(r, ms));
 }
+
+/** Polls `check` every 100 ms until it holds, or throws after `timeoutMs` naming `what`. */
+export async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
