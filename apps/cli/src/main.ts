@@ -1,0 +1,176 @@
+/**
+ * `npm run sched -- <command>`: the operators' and scripts' CLI.
+ *
+ *   submit <queue> <dueAt ISO|ms> [payload-json] [--job-id ID]   create a job (prints its id)
+ *   cancel <jobId> | reschedule <jobId> <dueAt>                    change a job
+ *   inspect <jobId>                                               state, version, attempts (Postgres)
+ *   preview <cron|every:MS> <timeZone> [n]                        next fire times, UTC and local, DST marked
+ *   dlq-replay --caller ID --reason TEXT [--rate N] <jobId…>      governed replay (needs dlq:replay via SCHED_CLI_PERMISSIONS)
+ *   demo [--once] | stack <up|down|status|logs|restart>           the demo; the local stack
+ *
+ * Reads DATABASE_URL, KAFKA_BROKERS, SCHED_REGISTRY_URL (default: the local stack) and
+ * SCHED_COMMANDS_TOPIC. Exit codes: 0 ok, 1 failed, 2 bad usage.
+ */
+import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Contracts, type CommandInput } from '@sched/contracts';
+import { registryPayloadValidator, replayDeadLetters } from '@sched/dead-letters';
+import { kafkajsPort } from '@sched/kafka';
+import { stackEndpoints } from '@sched/local-stack';
+import { silentLogger } from '@sched/logging';
+import { preview } from '@sched/recurrence';
+import { createPool } from '@sched/store';
+
+const env = process.env;
+const [command, ...args] = process.argv.slice(2);
+const ep = stackEndpoints(env);
+const databaseUrl = env.DATABASE_URL ?? ep.databaseUrl;
+const brokers = env.KAFKA_BROKERS?.split(',') ?? ep.kafkaBrokers;
+const registryUrl = env.SCHED_REGISTRY_URL ?? ep.registryUrl;
+const topic = env.SCHED_COMMANDS_TOPIC ?? 'sched.commands';
+
+function usage(message: string): never {
+  process.stderr.write(`sched: ${message}\n(see the header of apps/cli/src/main.ts for the commands)\n`);
+  process.exit(2);
+}
+
+function instant(v: string | undefined, what: string): number {
+  if (v === undefined) usage(`${what} is required`);
+  const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
+  if (!Number.isSafeInteger(ms) || !/^\d+$|T.*(Z|[+-]\d\d:?\d\d)$/.test(v))
+    usage(`${what} must be ISO-8601 with an offset or ms since the epoch`);
+  return ms;
+}
+
+function flag(name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const v = args[i + 1];
+  args.splice(i, 2);
+  return v;
+}
+
+async function send(body: CommandInput['body'], key: string): Promise<string> {
+  const contracts = new Contracts({ registryUrl });
+  await contracts.registerAll();
+  const producer = await kafkajsPort({ clientId: 'sched-cli', brokers, logger: silentLogger() }).producer();
+  const cmd: CommandInput = {
+    commandId: randomUUID(),
+    tenantId: env.SCHED_TENANT ?? 'default',
+    issuedAtMs: Date.now(),
+    body,
+  };
+  await producer.send(topic, [{ key, value: contracts.encodeCommand(cmd) }]);
+  await producer.disconnect();
+  return cmd.commandId;
+}
+
+async function main(): Promise<void> {
+  switch (command) {
+    case 'submit': {
+      const jobId = flag('--job-id') ?? randomUUID();
+      const [queue, due, payload] = args;
+      if (!queue) usage('submit <queue> <dueAt> [payload-json]');
+      const commandId = await send(
+        {
+          kind: 'CreateJob',
+          value: { jobId, queue, dueAtMs: instant(due, 'dueAt'), payload: Buffer.from(payload ?? 'null') },
+        },
+        jobId,
+      );
+      console.log(JSON.stringify({ jobId, commandId }));
+      return;
+    }
+    case 'cancel': {
+      const [jobId] = args;
+      if (!jobId) usage('cancel <jobId>');
+      console.log(
+        JSON.stringify({
+          jobId,
+          commandId: await send({ kind: 'CancelJob', value: { jobId, reason: 'cli' } }, jobId),
+        }),
+      );
+      return;
+    }
+    case 'reschedule': {
+      const [jobId, due] = args;
+      if (!jobId) usage('reschedule <jobId> <dueAt>');
+      const commandId = await send(
+        { kind: 'RescheduleJob', value: { jobId, dueAtMs: instant(due, 'dueAt'), expectedVersion: null } },
+        jobId,
+      );
+      console.log(JSON.stringify({ jobId, commandId }));
+      return;
+    }
+    case 'inspect': {
+      const [jobId] = args;
+      if (!jobId) usage('inspect <jobId>');
+      const pool = createPool({ databaseUrl, schema: env.SCHED_DB_SCHEMA ?? 'public', max: 1 });
+      const job = await pool.query(
+        'SELECT job_id, queue, state, version, attempt, due_at, dispatched_at, finished_at FROM job WHERE job_id = $1',
+        [jobId],
+      );
+      const attempts = await pool.query(
+        'SELECT attempt, worker_id, outcome, failure_class, error, started_at, ended_at FROM attempt WHERE job_id = $1 ORDER BY started_at',
+        [jobId],
+      );
+      await pool.end();
+      if (job.rowCount === 0) {
+        console.error(`no job ${jobId}`);
+        process.exit(1);
+      }
+      console.log(JSON.stringify({ ...job.rows[0], attempts: attempts.rows }, null, 2));
+      return;
+    }
+    case 'preview': {
+      const [rule, timeZone, n] = args;
+      if (!rule || !timeZone) usage('preview <cron|every:MS> <timeZone> [n]');
+      const every = rule.startsWith('every:') ? Number(rule.slice(6)) : null;
+      for (const line of preview(
+        { cron: every === null ? rule : null, intervalMs: every, timeZone, startAtMs: null, endAtMs: null },
+        Date.now(),
+        Number(n ?? 10),
+      )) {
+        console.log(`${line.utc}  ${line.local}  ${line.dst}`);
+      }
+      return;
+    }
+    case 'dlq-replay': {
+      const caller = flag('--caller');
+      const reason = flag('--reason') ?? '';
+      const rate = Number(flag('--rate') ?? 10);
+      if (!caller || args.length === 0) usage('dlq-replay --caller ID --reason TEXT [--rate N] <jobId…>');
+      const pool = createPool({ databaseUrl, schema: env.SCHED_DB_SCHEMA ?? 'public', max: 2 });
+      const permissions = (env.SCHED_CLI_PERMISSIONS ?? '').split(',').filter(Boolean);
+      const res = await replayDeadLetters(pool, registryPayloadValidator(pool, registryUrl), {
+        caller: { id: caller, permissions },
+        jobIds: args,
+        reason,
+        ratePerSec: rate,
+      });
+      await pool.end();
+      console.log(JSON.stringify(res, null, 2));
+      return;
+    }
+    case 'demo':
+    case 'stack': {
+      const script = command === 'demo' ? 'apps/cli/src/demo.ts' : 'deploy/local/src/cli.ts';
+      const root = fileURLToPath(new URL('../../../', import.meta.url));
+      const r = spawnSync(process.execPath, ['--import', 'tsx', script, ...args], {
+        cwd: root,
+        stdio: 'inherit',
+      });
+      process.exit(r.status ?? 1);
+    }
+     
+    default:
+      usage(command ? `unknown command "${command}"` : 'no command');
+  }
+}
+
+main().catch((err: unknown) => {
+  const e = err as { code?: string; message?: string };
+  console.error(`sched: ${e.code ? `${e.code}: ` : ''}${e.message ?? String(err)}`);
+  process.exit(1);
+});
