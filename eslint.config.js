@@ -2,7 +2,7 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.stack/**', 'bench-results/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['**/node_modules/**', '.stack/**', 'bench-results/**', 'bench/src/e2e/scratch/**', '**/*.js', '**/*.mjs'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

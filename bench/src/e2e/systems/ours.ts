@@ -1,0 +1,401 @@
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type pg from 'pg';
+import { Contracts } from '@sched/contracts';
+import {
+  kafkajsPort,
+  type GroupConsumer,
+  type KafkaAdminPort,
+  type KafkaPort,
+  type MessageProducer,
+} from '@sched/kafka';
+import { stackEndpoints, stackStatus, recipeVersions, DISPATCH_PARTITIONS } from '@sched/local-stack';
+import { silentLogger } from '@sched/logging';
+import { createPool, dropSchema, migrate } from '@sched/store';
+import { startChild, e2ePath, REPO_ROOT, type Child } from '../child-process.js';
+import type { StartHub, StartLog } from '../start-log.js';
+import { encodeJobRef } from '../workers/report-starts.js';
+import {
+  CREATE_BATCH,
+  CREATE_BATCHES_IN_FLIGHT,
+  DB_COUNTERS_SQL,
+  inBatches,
+  type DbCounters,
+  type RecoveryTarget,
+  type SystemFactory,
+  type SystemSession,
+} from './system.js';
+
+/** Command topic partitions (as the stack's `sched.commands`) and how long bench topics live. */
+const COMMAND_PARTITIONS = 12;
+const TOPIC_RETENTION_MS = String(2 * 3600_000);
+
+/**
+ * Knobs we set for the bench; everything else is the apps' defaults (README configuration table).
+ * Worker concurrency is the default (32 per partition batch).
+ */
+export const OURS_KNOBS = {
+  commandPartitions: COMMAND_PARTITIONS,
+  dispatchPartitions: DISPATCH_PARTITIONS,
+  schedulerProcesses: 1,
+  workerProcesses: 1,
+  'SCHED_CLAIM_BATCH_SIZE (default)': 500,
+  'SCHED_WORKER_CONCURRENCY (default)': 32,
+  'debezium poll.interval.ms': 5,
+  'kafka producer acks': 'all (-1)',
+  'postgres synchronous_commit': 'on',
+} as const;
+
+/**
+ * Development overrides, recorded in the report's knobs when set: `E2E_OURS_SCHEDULER_ENV` and
+ * `E2E_OURS_WORKER_ENV` as `NAME=value,NAME=value` (e.g. `SCHED_WORKER_CONCURRENCY=128`).
+ */
+function overrides(name: 'E2E_OURS_SCHEDULER_ENV' | 'E2E_OURS_WORKER_ENV'): Record<string, string> {
+  const raw = process.env[name];
+  if (!raw) return {};
+  return Object.fromEntries(
+    raw.split(',').map((kv) => {
+      const at = kv.indexOf('=');
+      if (at <= 0) throw new Error(`${name}: "${kv}" is not NAME=value`);
+      return [kv.slice(0, at).trim(), kv.slice(at + 1).trim()];
+    }),
+  );
+}
+
+const jobIdOf = (tag: number, i: number) => `t${tag}-${i}`;
+const JOB_ID = /^t(\d+)-(\d+)$/;
+
+export function oursFactory(hub: StartHub): SystemFactory {
+  const ep = stackEndpoints();
+  const runId = randomBytes(3).toString('hex');
+  let sessions = 0;
+  let contracts: Contracts | null = null;
+  const kafka: KafkaPort = kafkajsPort({
+    clientId: `e2e-${runId}`,
+    brokers: ep.kafkaBrokers,
+    logger: silentLogger(),
+  });
+
+  return {
+    system: 'ours',
+    async describe() {
+      const pool = createPool({ databaseUrl: ep.databaseUrl, max: 1 });
+      const pgVersion = (await pool.query<{ v: string }>('SHOW server_version')).rows[0]!.v;
+      await pool.end();
+      const v = recipeVersions();
+      return {
+        versions: {
+          ours: gitRevision(),
+          postgres: pgVersion,
+          kafka: v.kafka,
+          debezium: v.debezium,
+          apicurio: v.apicurio,
+          kafkajs: packageVersion('kafkajs'),
+        },
+        knobs: {
+          ...OURS_KNOBS,
+          ...prefixed('scheduler override ', overrides('E2E_OURS_SCHEDULER_ENV')),
+          ...prefixed('worker override ', overrides('E2E_OURS_WORKER_ENV')),
+        },
+      };
+    },
+    async open() {
+      contracts ??= new Contracts({ registryUrl: ep.registryUrl });
+      await contracts.registerAll();
+      return OursSession.open(hub, kafka, contracts, `e2e_${runId}_${++sessions}`);
+    },
+    async shutdown() {},
+  };
+}
+
+class OursSession implements SystemSession {
+  readonly system = 'ours' as const;
+  readonly recoveryTargets: readonly RecoveryTarget[] = ['scheduler', 'worker'];
+  private restarts = 0;
+
+  private constructor(
+    private readonly hub: StartHub,
+    private readonly contracts: Contracts,
+    private readonly schema: string,
+    private readonly queue: string,
+    private readonly topic: string,
+    private readonly pool: pg.Pool,
+    private readonly producer: MessageProducer,
+    private readonly tap: GroupConsumer,
+    private readonly admin: KafkaAdminPort,
+    private scheduler: Child,
+    private worker: Child,
+    private readonly infra: Record<string, number[]>,
+  ) {}
+
+  static async open(
+    hub: StartHub,
+    kafka: KafkaPort,
+    contracts: Contracts,
+    schema: string,
+  ): Promise<OursSession> {
+    const ep = stackEndpoints();
+    await migrate(ep.databaseUrl, { schema });
+    const pool = createPool({ databaseUrl: ep.databaseUrl, schema, max: 4, applicationName: 'e2e-bench' });
+    const queue = schema.replace(/_/g, '-');
+    await pool.query('INSERT INTO queue (queue) VALUES ($1) ON CONFLICT DO NOTHING', [queue]);
+    const topic = `e2e.${schema}.commands`;
+    const admin = await kafka.admin();
+    {
+      await admin.ensureTopics([
+        { topic, partitions: COMMAND_PARTITIONS, config: { 'retention.ms': TOPIC_RETENTION_MS } },
+        {
+          topic: `sched.dispatch.${queue}`,
+          partitions: DISPATCH_PARTITIONS,
+          config: { 'retention.ms': TOPIC_RETENTION_MS },
+        },
+      ]);
+    }
+    const producer = await kafka.producer();
+    // The dispatch records' arrival on Kafka, seen by a consumer in the bench (keys only).
+    const tap = kafka.groupConsumer(
+      {
+        groupId: `${schema}-tap`,
+        topics: [`sched.dispatch.${queue}`],
+        fromBeginning: true,
+        maxWaitTimeMs: 10,
+      },
+      {
+        onBatch: async (batch) => {
+          const now = Date.now();
+          for (const m of batch.messages) {
+            const k = JOB_ID.exec(m.key?.toString() ?? '');
+            if (k) hub.get(Number(k[1]))?.recordKafka(Number(k[2]), now, m.timestampMs);
+          }
+        },
+      },
+    );
+    await tap.start();
+    const s = await stackStatus();
+    const pidOf = (name: string) => s.services.find((x) => x.name === name)?.pid;
+    const infra: Record<string, number[]> = {};
+    for (const [group, svc] of [
+      ['postgres', 'postgres'],
+      ['kafka', 'kafka'],
+      ['connect+debezium', 'connect'],
+    ] as const) {
+      const pid = pidOf(svc);
+      if (pid) infra[group] = [pid];
+    }
+    const scheduler = await startScheduler(hub, schema, topic, 0);
+    const worker = await startWorker(hub, schema, topic, queue, 0);
+    return new OursSession(
+      hub,
+      contracts,
+      schema,
+      queue,
+      topic,
+      pool,
+      producer,
+      tap,
+      admin,
+      scheduler,
+      worker,
+      infra,
+    );
+  }
+
+  cpuGroups(): Record<string, number[]> {
+    return { scheduler: [this.scheduler.pid], worker: [this.worker.pid], ...this.infra };
+  }
+
+  private encode(log: StartLog, i: number) {
+    const jobId = jobIdOf(log.tag, i);
+    return {
+      key: jobId,
+      value: this.contracts.encodeCommand({
+        commandId: randomUUID(),
+        tenantId: 'default',
+        issuedAtMs: Date.now(),
+        body: {
+          kind: 'CreateJob',
+          value: {
+            jobId,
+            queue: this.queue,
+            dueAtMs: log.due[i]!,
+            payload: Buffer.from(encodeJobRef(log.tag, i)),
+          },
+        },
+      }),
+    };
+  }
+
+  async createBatched(log: StartLog, from: number, to: number): Promise<void> {
+    await inBatches(from, to, CREATE_BATCH, CREATE_BATCHES_IN_FLIGHT, async (lo, hi) => {
+      const msgs = [];
+      for (let i = lo; i < hi; i++) msgs.push(this.encode(log, i));
+      await this.producer.send(this.topic, msgs);
+    });
+  }
+
+  async createSingle(log: StartLog, from: number, to: number, concurrency: number): Promise<void> {
+    await inBatches(from, to, 1, concurrency, async (i) => {
+      await this.producer.send(this.topic, [this.encode(log, i)]);
+    });
+  }
+
+  async uncommitted(): Promise<number> {
+    // The scheduler commits a command batch's offset only after its Postgres commit.
+    return this.admin.groupLag(`${this.schema}-sched`, this.topic);
+  }
+
+  async dbCounters(): Promise<DbCounters> {
+    const { rows } = await this.pool.query<{ wal: number; commits: number }>(DB_COUNTERS_SQL);
+    return { walBytes: rows[0]!.wal, commits: rows[0]!.commits };
+  }
+
+  async footprint() {
+    const { rows } = await this.pool.query<{ job: string; cmd: string; outbox: string }>(
+      `SELECT pg_total_relation_size('job') AS job, pg_total_relation_size('command_applied') AS cmd,
+              pg_total_relation_size('outbox') AS outbox`,
+    );
+    const r = rows[0]!;
+    const job = Number(r.job);
+    const cmd = Number(r.cmd);
+    const m = await this.schedulerMetrics();
+    return {
+      storeBytes: job + cmd,
+      detail: {
+        jobTableAndIndexes: job,
+        commandAppliedTableAndIndexes: cmd,
+        outbox: Number(r.outbox),
+        schedulerRss: rssOf(this.scheduler.pid),
+        schedulerHeapUsed: m.get('nodejs_heap_size_used_bytes') ?? NaN,
+        wheelEntries: m.get('sched_wheel_size') ?? NaN,
+      },
+    };
+  }
+
+  /** The scheduler's /metrics, each series summed over its label sets. */
+  private async schedulerMetrics(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    try {
+      const res = await fetch(`http://127.0.0.1:${Number(this.scheduler.ready.metricsPort)}/metrics`);
+      for (const line of (await res.text()).split('\n')) {
+        const m = /^([a-z_]+)(?:\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+        if (m) out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[2]));
+      }
+    } catch {
+      // metrics are evidence only
+    }
+    return out;
+  }
+
+  async kill9AndRestart(target: RecoveryTarget) {
+    const killedAtMs = Date.now();
+    const n = ++this.restarts;
+    if (target === 'scheduler') {
+      await this.scheduler.kill9();
+      this.scheduler = await startScheduler(this.hub, this.schema, this.topic, n);
+    } else {
+      await this.worker.kill9();
+      this.worker = await startWorker(this.hub, this.schema, this.topic, this.queue, n);
+    }
+    return { killedAtMs, readyAtMs: Date.now() };
+  }
+
+  async evidence(log: StartLog, include: (i: number) => boolean): Promise<Record<string, unknown>> {
+    const dueArr = log.due;
+    return {
+      'due→claim (db time)': log.hop(dueArr, log.claim, include),
+      'claim→debezium event (kafka record ts)': log.hop(log.claim, log.kafkaTs, include),
+      'claim→kafka arrival at bench consumer': log.hop(log.claim, log.kafkaSeen, include),
+      'kafka arrival at bench→worker handler start': log.hop(log.kafkaSeen, log.first, include),
+      'claim→worker handler start': log.hop(log.claim, log.first, include),
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.worker.stop(), this.scheduler.stop()]);
+    await this.tap.stop().catch(() => undefined);
+    await this.admin.disconnect().catch(() => undefined);
+    await this.producer.disconnect().catch(() => undefined);
+    await this.pool.end();
+    await dropSchema(stackEndpoints().databaseUrl, this.schema).catch(() => undefined);
+  }
+}
+
+function baseEnv(schema: string, topic: string): Record<string, string> {
+  const ep = stackEndpoints();
+  return {
+    DATABASE_URL: ep.databaseUrl,
+    KAFKA_BROKERS: ep.kafkaBrokers.join(','),
+    SCHED_REGISTRY_URL: ep.registryUrl,
+    SCHED_DB_SCHEMA: schema,
+    SCHED_COMMANDS_TOPIC: topic,
+  };
+}
+
+function startScheduler(hub: StartHub, schema: string, topic: string, n: number): Promise<Child> {
+  return startChild({
+    name: 'scheduler',
+    entry: 'apps/scheduler/src/main.ts',
+    marker: 'SCHEDULER_READY',
+    onStarts: hub.onStarts,
+    env: {
+      ...baseEnv(schema, topic),
+      SCHED_GROUP_ID: `${schema}-sched`,
+      SCHED_OWNER_ID: `${schema}-owner-${n}`,
+      SCHED_METRICS_PORT: '0',
+      ...overrides('E2E_OURS_SCHEDULER_ENV'),
+    },
+  });
+}
+
+const prefixed = (p: string, o: Record<string, string>) =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [`${p}${k}`, v]));
+
+function startWorker(hub: StartHub, schema: string, topic: string, queue: string, n: number): Promise<Child> {
+  return startChild({
+    name: 'worker',
+    entry: 'apps/worker/src/main.ts',
+    marker: 'WORKER_READY',
+    onStarts: hub.onStarts,
+    env: {
+      ...baseEnv(schema, topic),
+      SCHED_WORKER_GROUP_ID: `${schema}-workers`,
+      SCHED_WORKER_ID: `${schema}-worker-${n}`,
+      SCHED_WORKER_METRICS_PORT: '0',
+      SCHED_WORKER_HANDLERS: e2ePath('./workers/ours-handlers.ts'),
+      E2E_QUEUE: queue,
+      ...overrides('E2E_OURS_WORKER_ENV'),
+    },
+  });
+}
+
+export function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+function gitRevision(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short=10', 'HEAD'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    return dirty ? `${sha} + working tree` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function packageVersion(name: string): string {
+  try {
+    const path = `${REPO_ROOT}node_modules/${name}/package.json`;
+    return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}

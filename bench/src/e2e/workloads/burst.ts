@@ -1,0 +1,64 @@
+import type { CpuWindow } from '../process-cpu.js';
+import { cpuWindow } from '../process-cpu.js';
+import type { SystemFactory } from '../systems/system.js';
+import {
+  dueUniform,
+  round,
+  sleepUntil,
+  type RepFigures,
+  type WorkloadContext,
+  outOfBudget,
+  type WorkloadRun,
+  inSession,
+} from './workload.js';
+
+/**
+ * burst: `jobs` jobs all due within one second [T, T + 1 s), created (batched) `leadMs` ahead.
+ * Figures: time from T until every job started (NaN if some did not within `capMs`), peak starts
+ * per second (sliding 1 s window), early, lost, lag. Each repetition runs in a fresh session.
+ */
+export async function burst(f: SystemFactory, ctx: WorkloadContext): Promise<WorkloadRun[]> {
+  const p = ctx.plan.burst;
+  const reps: RepFigures[] = [];
+  const cpu: CpuWindow[] = [];
+  const notes: string[] = [];
+  let evidence: Record<string, unknown> | undefined;
+  for (let rep = 0; rep < ctx.plan.reps; rep++) {
+    if (outOfBudget(ctx, rep, notes)) break;
+    await inSession(f, async (s) => {
+      const t = Date.now() + p.leadMs;
+      const log = ctx.hub.open(dueUniform(p.jobs, t, 1000, 2000 + rep));
+      const c0 = Date.now();
+      await s.createBatched(log, 0, p.jobs);
+      const createMs = Date.now() - c0;
+      if (Date.now() > t) notes.push(`rep ${rep + 1}: creating took ${createMs} ms, past the due second`);
+      if (s.uncommitted) {
+        while (Date.now() < t - 250 && (await s.uncommitted()) > 0)
+          await new Promise((r) => setTimeout(r, 250));
+      }
+      await sleepUntil(t);
+      const w = cpuWindow(() => ({ ...s.cpuGroups(), bench: [process.pid] }));
+      const all = await log.waitAll(t + p.capMs);
+      cpu.push(w.end());
+      const starts = log.sortedStarts();
+      const last = starts.length ? starts[starts.length - 1]! : NaN;
+      const allStartedMs = all ? last - t : NaN;
+      const lag = log.lag();
+      const peak = log.peakPerSec(1000);
+      reps.push({
+        lagMs: { p50: lag.p50, p99: lag.p99, p999: lag.p999, max: lag.max },
+        early: log.early,
+        lost: log.lost,
+        duplicates: log.duplicates,
+        jobsPerSec: peak,
+        extra: { allStartedMs, createMs, startedWithinCap: log.started },
+      });
+      ctx.say(
+        `  rep ${rep + 1}: all ${p.jobs} started ${all ? `${round(allStartedMs)} ms after T` : `NOT within ${p.capMs} ms (${log.started} did)`}; peak ${round(peak)} jobs/s; p99 lag ${lag.p99} ms; early ${log.early}`,
+      );
+      if (s.evidence) evidence = await s.evidence(log, () => true);
+      ctx.hub.close(log);
+    });
+  }
+  return [{ system: f.system, workload: 'burst', reps, cpu, evidence, notes }];
+}

@@ -1,0 +1,86 @@
+import type { CpuWindow } from '../process-cpu.js';
+import type { RecoveryTarget, SystemFactory, SystemSession } from '../systems/system.js';
+import {
+  dueUniform,
+  round,
+  sleepUntil,
+  withCpu,
+  type RepFigures,
+  type WorkloadContext,
+  outOfBudget,
+  type WorkloadRun,
+  inSession,
+} from './workload.js';
+
+/** A start is "on time" when its lag is at most max(100 ms, 2 × the pre-kill p99 of the same run). */
+const ON_TIME_FLOOR_MS = 100;
+
+/**
+ * recovery: a delayed stream (`rate` jobs/s due over `durationMs`); at `killAtMs` into it the
+ * target process is killed with SIGKILL and a fresh one started at once (as a supervisor would).
+ * Figures: lost (never started by the end of the grace period), duplicates (started more than
+ * once), early, and recoveryMs = kill → first start, of a job due after the kill, that was on
+ * time. The run always lasts until `graceMs` after the window, so late re-deliveries are counted.
+ */
+export async function recovery(f: SystemFactory, ctx: WorkloadContext): Promise<WorkloadRun[]> {
+  return inSession(f, (s) => recoveryIn(s, ctx));
+}
+
+async function recoveryIn(s: SystemSession, ctx: WorkloadContext): Promise<WorkloadRun[]> {
+  const p = ctx.plan.recovery;
+  const targets: readonly RecoveryTarget[] = p.allTargets ? s.recoveryTargets : s.recoveryTargets.slice(0, 1);
+  const out: WorkloadRun[] = [];
+  for (const target of targets) {
+    const reps: RepFigures[] = [];
+    const cpu: CpuWindow[] = [];
+    const notes: string[] = [];
+    for (let rep = 0; rep < p.reps; rep++) {
+      if (outOfBudget(ctx, rep, notes)) break;
+      const n = Math.round((p.rate * p.durationMs) / 1000);
+      const t0 = Date.now() + 5_000;
+      const log = ctx.hub.open(dueUniform(n, t0, p.durationMs, 4000 + rep));
+      await s.createBatched(log, 0, n);
+      await sleepUntil(t0);
+      const { value: k, cpu: c } = await withCpu(s, async () => {
+        await sleepUntil(t0 + p.killAtMs);
+        const r = await s.kill9AndRestart(target);
+        // Wait the whole grace period even when every job started: re-deliveries come late.
+        await sleepUntil(t0 + p.durationMs + p.graceMs);
+        return r;
+      });
+      cpu.push(c);
+      const before = log.lag((i) => log.due[i]! < k.killedAtMs);
+      const threshold = Math.max(ON_TIME_FLOOR_MS, 2 * before.p99);
+      let firstOnTime = Infinity;
+      let worstAfter = 0;
+      for (let i = 0; i < log.n; i++) {
+        const st = log.first[i]!;
+        if (Number.isNaN(st) || log.due[i]! < k.killedAtMs) continue;
+        const lag = st - log.due[i]!;
+        if (lag <= threshold && st >= k.killedAtMs) firstOnTime = Math.min(firstOnTime, st);
+        if (log.due[i]! < k.killedAtMs + 30_000) worstAfter = Math.max(worstAfter, lag);
+      }
+      const recoveryMs = Number.isFinite(firstOnTime) ? firstOnTime - k.killedAtMs : NaN;
+      reps.push({
+        lost: log.lost,
+        duplicates: log.duplicates,
+        early: log.early,
+        recoveryMs: round(recoveryMs),
+        extra: {
+          restartReadyMs: k.readyAtMs - k.killedAtMs,
+          onTimeThresholdMs: threshold,
+          preKillP99Ms: before.p99,
+          worstLagOfJobsDueIn30sAfterKillMs: round(worstAfter),
+        },
+      });
+      ctx.say(
+        `  kill -9 ${target}, rep ${rep + 1}: recovery ${round(recoveryMs)} ms (on time ≤ ${threshold} ms; restart ready after ${k.readyAtMs - k.killedAtMs} ms); lost ${log.lost} dup ${log.duplicates} early ${log.early}; worst lag after kill ${round(worstAfter)} ms`,
+      );
+      if (log.lost > 0)
+        notes.push(`rep ${rep + 1}: ${log.lost} jobs not started within ${p.graceMs} ms after the window`);
+      ctx.hub.close(log);
+    }
+    out.push({ system: s.system, workload: 'recovery', variant: `kill -9 ${target}`, reps, cpu, notes });
+  }
+  return out;
+}

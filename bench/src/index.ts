@@ -1,0 +1,2 @@
+export type { BenchSuite, SuiteOutcome } from './bench-suite';
+export { machineInfo, type MachineInfo } from './machine';
