@@ -14,31 +14,32 @@ import { createRegistry } from '@sched/metrics';
 import { createPool } from '@sched/store';
 import { parseApiKeys } from './api-keys.js';
 import { buildApp } from './app.js';
+import { apiConfig } from './config.js';
 
-const env = process.env;
-const log = createLogger('api', { level: env.LOG_LEVEL ?? 'info' });
-const databaseUrl = env.DATABASE_URL ?? 'postgres://sched:sched@127.0.0.1:55432/sched';
-const brokers = (env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
-const registryUrl = env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
-const host = env.SCHED_API_HOST ?? '127.0.0.1';
-const port = Number(env.SCHED_API_PORT ?? 3000);
+const config = apiConfig(process.env);
+const log = createLogger('api', { level: config.logLevel });
 
 async function main(): Promise<void> {
+  const { host, port, registryUrl } = config;
   const pool = createPool({
-    databaseUrl,
-    schema: env.SCHED_DB_SCHEMA ?? 'public',
+    databaseUrl: config.databaseUrl,
+    schema: config.schema,
     max: 8,
     applicationName: 'sched-api',
   });
   const contracts = new Contracts({ registryUrl });
   await contracts.registerAll();
-  const producer = await kafkajsPort({ clientId: 'sched-api', brokers, logger: log }).producer();
+  const producer = await kafkajsPort({
+    clientId: 'sched-api',
+    brokers: config.brokers,
+    logger: log,
+  }).producer();
   const app = buildApp({
     producer,
     contracts,
     pool,
-    commandsTopic: env.SCHED_COMMANDS_TOPIC ?? 'sched.commands',
-    callers: parseApiKeys(env.SCHED_API_KEYS),
+    commandsTopic: config.commandsTopic,
+    callers: parseApiKeys(config.apiKeys),
     payloadValidator: registryPayloadValidator(pool, registryUrl),
     metrics: createRegistry({ component: 'api' }),
     log,
@@ -56,9 +57,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop());
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main().catch((err: unknown) => {
-    log.fatal({ err }, 'api failed to start');
-    process.exit(1);
-  });
-}
+main().catch((err: unknown) => {
+  log.fatal({ err }, 'api failed to start');
+  process.exit(1);
+});

@@ -98,14 +98,12 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       await queues(req.body.jobs.map((j) => j.queue ?? 'default'));
       const cmds = req.body.jobs.map((j) => toCommand(caller.tenantId, j));
       await ctx.send(cmds);
-      return reply
-        .status(202)
-        .send({
-          jobs: cmds.map((c) => ({
-            jobId: (c.body.value as { jobId: string }).jobId,
-            commandId: c.commandId,
-          })),
-        });
+      return reply.status(202).send({
+        jobs: cmds.map((c) => ({
+          jobId: (c.body.value as { jobId: string }).jobId,
+          commandId: c.commandId,
+        })),
+      });
     },
   );
 

@@ -83,13 +83,11 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
       };
       const cmd = ctx.command(caller.tenantId, { kind: 'UpsertSchedule', value });
       await ctx.send([cmd]);
-      return reply
-        .status(202)
-        .send({
-          scheduleId: req.params.scheduleId,
-          commandId: cmd.commandId,
-          next: preview(spec, ctx.now(), 5),
-        });
+      return reply.status(202).send({
+        scheduleId: req.params.scheduleId,
+        commandId: cmd.commandId,
+        next: preview(spec, ctx.now(), 5),
+      });
     },
   );
 

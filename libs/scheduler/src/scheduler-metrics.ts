@@ -75,6 +75,12 @@ export function createSchedulerMetrics(ownerId: string) {
       'sched_catch_up_claimed_total',
       'overdue jobs claimed by the rate-limited catch-up drain',
     ),
+    dlqOldestAge: gauge(
+      registry,
+      'sched_dlq_oldest_age_seconds',
+      'age of the oldest dead letter not yet replayed',
+    ),
+    dlqSize: gauge(registry, 'sched_dlq_size', 'dead letters not yet replayed'),
     outboxPruned: counter(registry, 'sched_outbox_pruned_total', 'outbox rows pruned'),
   };
 }

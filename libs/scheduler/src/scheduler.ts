@@ -301,6 +301,12 @@ export class Scheduler {
         [rts.map((r) => r.partition), this.d.config.reconcileGraceMs],
       );
       const overdue = new Map(rows.map((r) => [r.partition, r.n]));
+      const dlq = await this.d.pool.query<{ n: number; age: number | null }>(
+        `SELECT count(*)::int AS n, extract(epoch FROM now() - min(dead_at))::float8 AS age
+         FROM dead_letter WHERE replayed_at IS NULL`,
+      );
+      this.d.metrics.dlqSize.set(dlq.rows[0]?.n ?? 0);
+      this.d.metrics.dlqOldestAge.set(dlq.rows[0]?.age ?? 0);
       for (const rt of rts)
         this.d.metrics.overdue.set({ partition: String(rt.partition) }, overdue.get(rt.partition) ?? 0);
     } catch (err) {
