@@ -2,7 +2,16 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '.stack/**', 'bench-results/**', 'bench/src/e2e/scratch/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      '.stack/**',
+      'bench-results/**',
+      'bench/src/e2e/scratch/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
@@ -18,7 +27,14 @@ export default tseslint.config(
       // Packages are imported through their entry point only.
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['@sched/*/src/*', '**/libs/*/src/*'], message: 'Import a package through its entry point (@sched/name).' }] },
+        {
+          patterns: [
+            {
+              group: ['@sched/*/src/*', '**/libs/*/src/*'],
+              message: 'Import a package through its entry point (@sched/name).',
+            },
+          ],
+        },
       ],
     },
   },

@@ -163,7 +163,7 @@ async function main(): Promise<void> {
       });
       process.exit(r.status ?? 1);
     }
-     
+
     default:
       usage(command ? `unknown command "${command}"` : 'no command');
   }
