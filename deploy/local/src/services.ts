@@ -177,14 +177,21 @@ async function registryStorage(ctx: StackContext): Promise<RegistryStorage> {
   const url = ctx.ownPostgres
     ? ownDatabaseUrl(ctx.s, STACK_DB.registryDatabase)
     : withDatabase(ctx.endpoints.databaseUrl, STACK_DB.registryDatabase);
-  try {
-    await ensureDatabases(ctx.adminUrl(), [STACK_DB.registryDatabase]);
-    return { kind: 'sql', databaseUrl: url };
-  } catch (err) {
-    ctx.say(
-      `registry: cannot use database ${STACK_DB.registryDatabase} (${(err as Error).message}); using in-memory storage (schema ids reset on restart)`,
-    );
-    return { kind: 'mem' };
+  // A busy machine can time one connection out: try a few times before settling for memory.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await ensureDatabases(ctx.adminUrl(), [STACK_DB.registryDatabase]);
+      return { kind: 'sql', databaseUrl: url };
+    } catch (err) {
+      if (attempt < 4) {
+        await new Promise((r) => setTimeout(r, 1_000));
+        continue;
+      }
+      ctx.say(
+        `registry: cannot use database ${STACK_DB.registryDatabase} (${(err as Error).message}); using in-memory storage (schema ids reset on restart)`,
+      );
+      return { kind: 'mem' };
+    }
   }
 }
 
