@@ -20,7 +20,7 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
     };
     const a = await s.startScheduler(env);
     const n = 1_200;
-    const due = Date.now() + 3_000;
+    const due = Date.now() + 10_000;
     await s.producer.send(
       Array.from({ length: n }, (_, i) =>
         createJob(`bk-${i}`, s.queue, due + (i % 100), { priority: i < 100 ? 10 : 0 }),
@@ -34,8 +34,9 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
       await sleep(100);
     }
     a.signal('SIGKILL'); // down before anything is due
-    await sleep(4_000);
+    await sleep(Math.max(0, due + 3_000 - Date.now()));
     const rate = 300;
+    const restartedAt = Date.now();
     await s.startScheduler({ ...env, SCHED_CATCH_UP_RATE_PER_SEC: String(rate) });
     const liveDue = Date.now() + 4_000;
     await s.producer.send([createJob('live-1', s.queue, liveDue)]);
@@ -43,6 +44,8 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
 
     const backlog = s.collector.seen.filter((d) => d.record.jobId.startsWith('bk-')).map((d) => d.record);
     expect(new Set(backlog.map((r) => r.jobId)).size).toBe(n);
+    // The whole backlog was overdue when the new owner came: all of it went through catch-up.
+    expect(backlog.filter((r) => r.claimedAtMs < restartedAt)).toEqual([]);
     // Highest priority first: the 100 priority-10 jobs were all claimed before any priority-0 one.
     const firstLow = Math.min(...backlog.filter((r) => r.priority === 0).map((r) => r.claimedAtMs));
     const lastHigh = Math.max(...backlog.filter((r) => r.priority === 10).map((r) => r.claimedAtMs));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandRejected } from '@sched/contracts';
-import { Collector, contracts, createJob } from './support/kafka.js';
+import { Collector, contracts, createJob, upsertSchedule } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 // Bad input gets a clear answer and loses nothing: each bad command lands on the rejected topic
@@ -81,13 +81,10 @@ describe('scheduler: bad input is rejected with a reason, nothing lost', () => {
       },
       {
         key: 'sched-1',
-        value: c.encodeCommand({
-          commandId: 'up-1',
-          tenantId: 'default',
-          issuedAtMs: now,
-          body: { kind: 'PauseSchedule', value: { scheduleId: 'sched-1', reason: null } },
-        }),
-        reason: 'UNSUPPORTED_COMMAND',
+        value: c.encodeCommand(
+          upsertSchedule('sched-1', s.queue, { intervalMs: 60_000, misfireFireAllCap: 0 }),
+        ),
+        reason: 'INVALID_FIELD',
       },
     ];
     await s.producer.sendRaw(cases.map((x) => ({ key: x.key, value: x.value })));
@@ -99,7 +96,7 @@ describe('scheduler: bad input is rejected with a reason, nothing lost', () => {
       30_000,
       'the good job',
     );
-    await rejected.waitFor(() => rejected.raw.length >= cases.length, 30_000, 'rejected records');
+    await rejected.waitFor(() => rejected.raw.length >= cases.length, 60_000, 'rejected records');
     for (const m of rejected.raw) decoded.push(await c.decodeRejected(m.value!));
 
     expect(decoded.map((r) => r.reasonCode)).toEqual(cases.map((x) => x.reason));

@@ -92,8 +92,9 @@ describe('recurring schedules on the real stack', () => {
     a.signal('SIGKILL');
     const downAt = Date.now();
     await sleep(6_000);
-    await s.startScheduler(env);
+    // Taken before the start: the new process may own and generate before its READY line is read.
     const upAt = Date.now();
+    await s.startScheduler(env);
     // The new scheduler owns the partitions once the dead one's session expired; then it handles
     // the missed occurrences in one pass and fires on time again.
     await until('generation resumed after the restart', 60_000, async () => {

@@ -96,6 +96,10 @@ export class CommandApplier {
       }
     }
     const lastOffset = Number(fresh[fresh.length - 1]!.offset);
+    // Rejections are published before the offset can advance: if publishing fails, nothing is
+    // committed and the batch comes again (a rejected record may then appear twice: at least once,
+    // never lost). Publishing after the commit would lose them, as a retry skips applied offsets.
+    if (rejected.length > 0) await this.publishRejected(rejected);
 
     const effects = await inTransaction(this.d.pool, async (client) => {
       // Row-locks the ownership row for the whole transaction and checks the epoch.
@@ -133,8 +137,6 @@ export class CommandApplier {
       else if (e.dueMs < rt.loadedUntilMs) rt.index.upsert(e.jobId, e.dueMs);
       else rt.index.remove(e.jobId);
     }
-
-    if (rejected.length > 0) await this.publishRejected(rejected);
   }
 
   /** Applies consecutive runs of the same command type as one statement each, keeping order. */

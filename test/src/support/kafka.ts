@@ -192,7 +192,9 @@ export class Collector {
     const t0 = Date.now();
     while (!predicate()) {
       if (Date.now() - t0 > timeoutMs)
-        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (seen ${this.seen.length})`);
+        throw new Error(
+          `timed out after ${timeoutMs} ms waiting for ${what} (decoded ${this.seen.length}, raw ${this.raw.length})`,
+        );
       await new Promise((r) => setTimeout(r, 50));
     }
   }
