@@ -81,6 +81,29 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(rows).toHaveLength(1);
   });
 
+  it('an in-flight claim delays an epoch bump but never an apply of the same partition', async () => {
+    const own = await partitionClaim(db.pool, 5, 'a');
+    await inTransaction(db.pool, (c) => jobCreateBatch(c, 5, own.epoch, [job('kf-1', Date.now() - 1)]));
+    const claimTx = await db.pool.connect();
+    try {
+      await claimTx.query('BEGIN');
+      expect(await jobClaimDue(claimTx, 5, own.epoch, ['kf-1'], 60_000)).toHaveLength(1); // holds the fence
+      // The owner's apply goes through meanwhile (no lock conflict between its own writes)…
+      const t0 = Date.now();
+      await inTransaction(db.pool, (c) => partitionAdvanceOffset(c, 5, own.epoch, 7));
+      expect(Date.now() - t0).toBeLessThan(1_000);
+      // …but a new owner's bump waits for the claim to end.
+      let bumped = false;
+      const bump = partitionClaim(db.pool, 5, 'b').then((r) => ((bumped = true), r));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(bumped).toBe(false);
+      await claimTx.query('COMMIT');
+      expect((await bump).epoch).toBe(own.epoch + 1);
+    } finally {
+      claimTx.release();
+    }
+  });
+
   it('never claims a job before its due time in database time', async () => {
     const own = await partitionClaim(db.pool, 2, 'a');
     await inTransaction(db.pool, (c) =>

@@ -69,7 +69,7 @@ export class ScheduleGenerator {
     const effects: GenerationEffects = { jobs: [], schedules: [] };
     await inTransaction(this.pool, async (client) => {
       const fence = await client.query(
-        'SELECT 1 FROM partition_owner WHERE partition = $1 AND epoch = $2 FOR SHARE',
+        'SELECT 1 FROM partition_owner WHERE partition = $1 AND epoch = $2 FOR KEY SHARE',
         [rt.partition, rt.epoch],
       );
       if (fence.rowCount !== 1) throw new FencedError(rt.partition, rt.epoch, 'schedule_generate');

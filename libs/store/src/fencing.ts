@@ -14,8 +14,12 @@ export class FencedError extends Error {
 
 /**
  * SQL fragment: the fencing CTE every owner write starts with. `$1` = partition, `$2` = epoch.
- * FOR SHARE blocks a concurrent epoch bump (which locks the row FOR UPDATE) until this
- * transaction ends, and yields no row once the epoch moved on, so the write matches nothing.
+ * It yields no row once the epoch moved on, so the write matches nothing. FOR KEY SHARE holds the
+ * ownership row until this transaction ends: it conflicts only with FOR UPDATE, which is what an
+ * epoch bump takes (partition_claim), so a bump waits for every in-flight owner write — while the
+ * owner's own concurrent transactions (claims, applies, which update applied_offset with a
+ * NO KEY UPDATE lock) never wait for each other. (FOR SHARE here serialised every claim with every
+ * apply of the partition: ingest collapsed under dispatch load.)
  */
 export const FENCE_CTE =
-  'fence AS (SELECT epoch FROM partition_owner WHERE partition = $1 AND epoch = $2 FOR SHARE)';
+  'fence AS (SELECT epoch FROM partition_owner WHERE partition = $1 AND epoch = $2 FOR KEY SHARE)';

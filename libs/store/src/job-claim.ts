@@ -102,7 +102,7 @@ export interface OwnedPartition {
  * across all the partitions at once. Rows another transaction holds are skipped
  * (FOR UPDATE SKIP LOCKED), so concurrent scanners never block each other. Fenced per partition:
  * only partitions whose (partition, epoch) is current take part, and their ownership rows are
- * held FOR SHARE until commit.
+ * held FOR KEY SHARE until commit.
  */
 export async function jobReconcileDue(
   client: pg.ClientBase,
@@ -116,7 +116,7 @@ export async function jobReconcileDue(
     `WITH owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
-       FOR SHARE OF po),
+       FOR KEY SHARE OF po),
      due AS (
        SELECT j.job_id FROM job j
        WHERE j.partition IN (SELECT partition FROM owners) AND j.state = 'SCHEDULED'

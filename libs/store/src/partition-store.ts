@@ -19,16 +19,29 @@ export async function partitionClaim(
   partition: number,
   ownerId: string,
 ): Promise<PartitionOwnership> {
-  const { rows } = await pool.query<{ epoch: number; applied_offset: number }>(
-    `INSERT INTO partition_owner (partition, owner_id, epoch, since)
-     VALUES ($1, $2, 1, now())
-     ON CONFLICT (partition) DO UPDATE
-       SET epoch = partition_owner.epoch + 1, owner_id = EXCLUDED.owner_id, since = now()
-     RETURNING epoch, applied_offset`,
-    [partition, ownerId],
-  );
-  const row = rows[0]!;
-  return { partition, ownerId, epoch: row.epoch, appliedOffset: row.applied_offset };
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    // FOR UPDATE conflicts with the FOR KEY SHARE of every owner write (the fence) and with the
+    // applied_offset update: the bump waits until the previous owner's in-flight writes end.
+    await client.query('SELECT 1 FROM partition_owner WHERE partition = $1 FOR UPDATE', [partition]);
+    const { rows } = await client.query<{ epoch: number; applied_offset: number }>(
+      `INSERT INTO partition_owner (partition, owner_id, epoch, since)
+       VALUES ($1, $2, 1, now())
+       ON CONFLICT (partition) DO UPDATE
+         SET epoch = partition_owner.epoch + 1, owner_id = EXCLUDED.owner_id, since = now()
+       RETURNING epoch, applied_offset`,
+      [partition, ownerId],
+    );
+    await client.query('COMMIT');
+    const row = rows[0]!;
+    return { partition, ownerId, epoch: row.epoch, appliedOffset: row.applied_offset };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
 }
 
 /**

@@ -8,8 +8,8 @@ const MAX_DUE = Number.MAX_SAFE_INTEGER;
  *
  * Level 0 has W = 2^bits buckets of 1 ms; level j >= 1 has W buckets of T_j = 2^((bits-1)·j) ms, i.e.
  * half a lower-level revolution per bucket. Bucket j·W + (x mod W) of the pool holds the entries of
- * level j's absolute bucket x (dueMs in [x·T_j, (x+1)·T_j)). One occupancy bit per bucket lets a search
- * skip empty buckets 32 at a time.
+ * level j's absolute bucket x (dueMs in [x·T_j, (x+1)·T_j)). One occupancy bit per bucket, and one
+ * summary bit per occupancy word, find the next occupied bucket in a few word reads.
  *
  * Level j's window is the W absolute buckets starting at cur_j = floor(cursor / T_j); an entry is kept
  * at the lowest level whose window holds it. Because T_j is half of level j-1's span, a level-j bucket
@@ -27,6 +27,9 @@ export class BucketLevels {
   private readonly perMs: Float64Array;
   private readonly occupied: Int32Array;
   private readonly wordsPerLevel: number;
+  /** Bit w of level j's summary: occupancy word w of level j is not zero. */
+  private readonly summary: Int32Array;
+  private readonly summaryPerLevel: number;
   readonly pool: BucketPool;
   /** Every entry due before the cursor has left the wheel; every entry in the wheel is due at or after it. */
   cursor: number;
@@ -47,6 +50,8 @@ export class BucketLevels {
     }
     this.wordsPerLevel = this.buckets / 32;
     this.occupied = new Int32Array(this.maxLevels * this.wordsPerLevel);
+    this.summaryPerLevel = Math.max(1, this.wordsPerLevel / 32);
+    this.summary = new Int32Array(this.maxLevels * this.summaryPerLevel);
     this.pool = new BucketPool(this.maxLevels * this.buckets, store);
     this.cursor = startMs;
   }
@@ -59,7 +64,7 @@ export class BucketLevels {
   }
 
   get bytes(): number {
-    return this.occupied.byteLength + this.tickMs.byteLength * 2 + this.pool.bytes;
+    return this.occupied.byteLength + this.summary.byteLength + this.tickMs.byteLength * 2 + this.pool.bytes;
   }
 
   /** Absolute bucket number of the cursor at level j. */
@@ -88,7 +93,11 @@ export class BucketLevels {
 
   /** Adds record `s` to bucket `b` (level j, absolute bucket x: b = j·W + (x mod W)). */
   link(b: number, s: number): void {
-    if (this.pool.push(b, s)) this.occupied[b >>> 5] = this.occupied[b >>> 5]! | (1 << (b & 31));
+    if (!this.pool.push(b, s)) return;
+    const g = b >>> 5;
+    const was = this.occupied[g]!;
+    this.occupied[g] = was | (1 << (b & 31));
+    if (was === 0) this.flipSummary(b);
   }
 
   /** Removes record `s` from its bucket: O(1). */
@@ -98,27 +107,61 @@ export class BucketLevels {
   }
 
   markEmpty(b: number): void {
-    this.occupied[b >>> 5] = this.occupied[b >>> 5]! & ~(1 << (b & 31));
+    const g = b >>> 5;
+    const now = this.occupied[g]! & ~(1 << (b & 31));
+    this.occupied[g] = now;
+    if (now === 0) this.flipSummary(b);
   }
 
   /**
-   * The first occupied absolute bucket of level j at or after the cursor's, or -1. O(W / 32): a scan of
-   * the level's occupancy words from the cursor's position, wrapping once.
+   * The first occupied absolute bucket of level j at or after the cursor's, or -1: the rest of the
+   * cursor's occupancy word, else the next non-empty word found through the summary (wrapping once).
    */
   firstOccupied(j: number): number {
     const cur = this.current(j);
     const start = cur & this.mask;
     const words = this.wordsPerLevel;
     const base = j * words;
-    const occupied = this.occupied;
     let w = start >>> 5;
-    let word = occupied[base + w]! & (-1 << (start & 31));
-    for (let scanned = 0; word === 0;) {
-      if (++scanned > words) return -1;
-      w = (w + 1) & (words - 1);
-      word = occupied[base + w]!;
+    let word = this.occupied[base + w]! & (-1 << (start & 31));
+    if (word === 0) {
+      // The next non-empty word after w; if that is w itself, its set bits are all below start.
+      w = nextSetBit(this.summary, j * this.summaryPerLevel, words, (w + 1) & (words - 1));
+      if (w < 0) return -1;
+      word = this.occupied[base + w]!;
     }
     const index = (w << 5) | (31 - Math.clz32(word & -word));
     return cur + ((index - start) & this.mask);
   }
+
+  /** Toggles the summary bit of bucket b's occupancy word (it just became empty or non-empty). */
+  private flipSummary(b: number): void {
+    const j = Math.floor(b / this.buckets);
+    const w = (b & this.mask) >>> 5;
+    const at = j * this.summaryPerLevel + (w >>> 5);
+    this.summary[at] = this.summary[at]! ^ (1 << (w & 31));
+  }
+}
+
+/**
+ * The first set bit at or after `from` among the `n` bits (a power of two) starting at word `base` of
+ * `bits`, wrapping around once; -1 if none is set.
+ */
+function nextSetBit(bits: Int32Array, base: number, n: number, from: number): number {
+  if (n <= 32) {
+    const word = bits[base]!;
+    if (word === 0) return -1;
+    const after = word & (-1 << from);
+    const x = after !== 0 ? after : word;
+    return 31 - Math.clz32(x & -x);
+  }
+  const words = n >>> 5;
+  let w = from >>> 5;
+  let word = bits[base + w]! & (-1 << (from & 31));
+  for (let k = 0; word === 0; k++) {
+    if (k === words) return -1;
+    w = (w + 1) & (words - 1);
+    word = bits[base + w]!;
+  }
+  return (w << 5) | (31 - Math.clz32(word & -word));
 }

@@ -18,9 +18,9 @@ export interface WheelStats {
   readonly levels: number;
   /** Entries the record pool holds before it grows. */
   readonly capacity: number;
-  /** Bytes of the wheel itself: record words for due time, links and generation, bucket state. */
+  /** Bytes of the wheel itself: the entry records, the buckets (blocks, counts, bitmaps), the overdue heap. */
   readonly wheelBytes: number;
-  /** Bytes of the job-id index: record words for the id, the hash table and the id arena. */
+  /** Bytes of the job-id index: the per-entry id slots, the hash table and the long-id arena. */
   readonly idIndexBytes: number;
 }
 

@@ -15,7 +15,7 @@ export const WheelErrorCode = {
   DuplicateId: 'SCHED_E_WHEEL_DUPLICATE_ID',
   /** A constructor option is missing or out of range. */
   InvalidOption: 'SCHED_E_WHEEL_INVALID_OPTION',
-  /** The wheel would exceed its hard limits (2^28 - 2^16 entries or 4 GiB of id bytes). */
+  /** The wheel would exceed its hard limits (2^26 - 1 entries, or 4 GiB of ids longer than 40 bytes). */
   Capacity: 'SCHED_E_WHEEL_CAPACITY',
 } as const;
 
