@@ -129,7 +129,6 @@ export class CommandApplier {
       }
       return this.applyRuns(client, rt, fresh);
     });
-    process.stderr.write(`SPLIT n=${fresh.length} decodeMs=${__td - __t00} txMs=${Date.now() - __td}\n`);
     rt.appliedOffset = lastOffset;
 
     // Index updates after commit: the index only ever mirrors committed state.
