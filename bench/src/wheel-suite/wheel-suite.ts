@@ -107,7 +107,7 @@ export const wheelSuite: BenchSuite = {
         sizes: { type: 'string', default: '1000000,10000000' },
         impls: { type: 'string', default: 'wheel,heap' },
         'mixed-ops': { type: 'string', default: '1000000' },
-        'heap-expire-limit': { type: 'string', default: '2000000' },
+        'heap-expire-limit': { type: 'string', default: '1000000' },
         'max-batch': { type: 'string', default: '10000' },
         seed: { type: 'string', default: '42' },
         'wheel-bits': { type: 'string', default: String(WHEEL_DEFAULTS.wheelBits) },
