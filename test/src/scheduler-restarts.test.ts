@@ -22,7 +22,7 @@ describe('scheduler across Kafka broker and Kafka Connect restarts', () => {
     const n = 2_000;
     const t0 = Date.now() + 1_000;
     await s.producer.send(
-      Array.from({ length: n }, (_, i) => createJob(`r-${i}`, s.queue, t0 + Math.floor((i * 40_000) / n))),
+      Array.from({ length: n }, (_, i) => createJob(`r-${i}`, s.queue, t0 + Math.floor((i * 60_000) / n))),
     );
     await sleep(6_000);
     await stopService('kafka', { say: (l) => console.log(`[stack] ${l}`) });
@@ -32,6 +32,7 @@ describe('scheduler across Kafka broker and Kafka Connect restarts', () => {
     await stopService('connect', { say: (l) => console.log(`[stack] ${l}`) });
     await sleep(4_000);
     await startService('connect', { say: (l) => console.log(`[stack] ${l}`) });
+    const connectBackAt = Date.now();
 
     await s.collector.waitFor(
       () => new Set(s.collector.seen.map((d) => d.record.jobId)).size >= n,
@@ -41,8 +42,10 @@ describe('scheduler across Kafka broker and Kafka Connect restarts', () => {
     const ids = s.collector.seen.map((d) => d.record.jobId);
     expect(new Set(ids).size).toBe(n); // 0 lost
     expect(s.collector.seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]);
-    const late = s.collector.seen.filter((d) => d.record.dueAtMs > Date.now() - 5_000);
-    // Jobs due after the restarts went out on time again (dispatch resumed, not just drained).
+    // Jobs due once Connect was back and its few seconds of backlog drained went out on time:
+    // dispatch resumed, not just drained.
+    const late = s.collector.seen.filter((d) => d.record.dueAtMs > connectBackAt + 5_000);
+    expect(late.length).toBeGreaterThan(0);
     for (const d of late) expect(d.receivedAtMs - d.record.dueAtMs).toBeLessThan(2_000);
     console.log(
       `restarts: ${n} jobs, ${ids.length - new Set(ids).size} duplicate dispatch records (at-least-once)`,
