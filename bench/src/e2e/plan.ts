@@ -59,7 +59,7 @@ export interface Plan {
 export const FULL: Plan = {
   mode: 'full',
   reps: 3,
-  budgetS: { delayed: 380, burst: 110, ingest: 100, drain: 170, pending: 130, recovery: 150 },
+  budgetS: { delayed: 360, burst: 100, ingest: 90, drain: 170, pending: 150, recovery: 150 },
   delayed: {
     jobs: 100_000,
     windowMs: 100_000,
@@ -102,13 +102,13 @@ export const QUICK: Plan = {
   reps: 1,
   budgetS: { delayed: 25, burst: 25, ingest: 15, drain: 30, pending: 20, recovery: 40 },
   delayed: {
-    jobs: 8_000,
-    windowMs: 8_000,
+    jobs: 6_000,
+    windowMs: 6_000,
     leadMs: 4_000,
     warmupMs: 1_000,
     tailMs: 3_000,
   },
-  burst: { jobs: 10_000, leadMs: 5_000, capMs: 8_000 },
+  burst: { jobs: 8_000, leadMs: 4_000, capMs: 6_000 },
   ingest: {
     batchedJobs: 20_000,
     singleJobs: 5_000,
@@ -121,8 +121,8 @@ export const QUICK: Plan = {
     growth: 4,
     maxRate: 16_000,
     maxSteps: 3,
-    stepMs: 3_000,
-    confirmMs: 5_000,
+    stepMs: 2_500,
+    confirmMs: 4_000,
     confirmWarmupMs: 1_000,
     confirmReps: 1,
     leftoverMs: 3_000,
@@ -133,7 +133,7 @@ export const QUICK: Plan = {
     spanMs: 24 * 3600_000,
     loadCapMs: 30_000,
     probeRate: 500,
-    probeMs: 4_000,
+    probeMs: 3_000,
   },
-  recovery: { rate: 500, durationMs: 10_000, killAtMs: 3_000, graceMs: 6_000, reps: 1, allTargets: false },
+  recovery: { rate: 500, durationMs: 8_000, killAtMs: 3_000, graceMs: 5_000, reps: 1, allTargets: false },
 };

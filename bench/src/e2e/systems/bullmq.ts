@@ -34,6 +34,7 @@ export function bullmqFactory(hub: StartHub): SystemFactory {
   const up = async () => (redis ??= await startOwnRedis(BULLMQ_KNOBS['redis port']));
   return {
     system: 'bullmq',
+    recoveryTargets: ['worker'],
     async describe() {
       const r = await up();
       return {
@@ -75,7 +76,6 @@ function startWorker(hub: StartHub, queue: string, port: number, n: number): Pro
 
 class BullmqSession implements SystemSession {
   readonly system = 'bullmq' as const;
-  readonly recoveryTargets: readonly RecoveryTarget[] = ['worker'];
   private restarts = 0;
 
   constructor(

@@ -79,6 +79,7 @@ export function oursFactory(hub: StartHub): SystemFactory {
 
   return {
     system: 'ours',
+    recoveryTargets: ['scheduler', 'worker'],
     async describe() {
       const pool = createPool({ databaseUrl: ep.databaseUrl, max: 1 });
       const pgVersion = (await pool.query<{ v: string }>('SHOW server_version')).rows[0]!.v;
@@ -111,7 +112,6 @@ export function oursFactory(hub: StartHub): SystemFactory {
 
 class OursSession implements SystemSession {
   readonly system = 'ours' as const;
-  readonly recoveryTargets: readonly RecoveryTarget[] = ['scheduler', 'worker'];
   private restarts = 0;
 
   private constructor(
@@ -308,6 +308,9 @@ class OursSession implements SystemSession {
       'claim→kafka arrival at bench consumer': log.hop(log.claim, log.kafkaSeen, include),
       'kafka arrival at bench→worker handler start': log.hop(log.kafkaSeen, log.first, include),
       'claim→worker handler start': log.hop(log.claim, log.first, include),
+      // Every job whose dispatch record reached Kafka, started or not: shows whether claim + CDC
+      // kept up while the worker did not.
+      'due→kafka arrival at bench consumer (all dispatched jobs)': log.hop(dueArr, log.kafkaSeen),
     };
   }
 

@@ -66,6 +66,7 @@ export function pgBossFactory(hub: StartHub): SystemFactory {
   };
   return {
     system: 'pg-boss',
+    recoveryTargets: ['worker'],
     async describe() {
       return { versions: { 'pg-boss': packageVersion('pg-boss') }, knobs: { ...PGBOSS_KNOBS } };
     },
@@ -110,7 +111,6 @@ function startWorker(hub: StartHub, queue: string, n: number): Promise<Child> {
 
 class PgBossSession implements SystemSession {
   readonly system = 'pg-boss' as const;
-  readonly recoveryTargets: readonly RecoveryTarget[] = ['worker'];
   private restarts = 0;
 
   constructor(
@@ -176,8 +176,8 @@ class PgBossSession implements SystemSession {
 
   async close(): Promise<void> {
     await this.worker.stop();
-    await this.boss.deleteQueue(this.queue).catch((err: Error) => {
-      process.stderr.write(`[e2e] pg-boss deleteQueue ${this.queue}: ${err.message}\n`);
-    });
+    // pg-boss 10's deleteQueue refuses a queue with jobs left (a foreign key on its partition);
+    // the schema is dropped when the factory shuts down, so a refusal here costs nothing.
+    await this.boss.deleteQueue(this.queue).catch(() => undefined);
   }
 }

@@ -32,7 +32,6 @@ export interface Footprint {
  */
 export interface SystemSession {
   readonly system: SystemName;
-  readonly recoveryTargets: readonly RecoveryTarget[];
   /** Root pids per process group, for CPU windows. */
   cpuGroups(): Record<string, number[]>;
   /** Creates jobs [from, to) of `log` in batches; resolves once the system durably accepted them. */
@@ -60,6 +59,8 @@ export interface SystemSession {
 
 export interface SystemFactory {
   readonly system: SystemName;
+  /** Processes recovery kills: the scheduler (ours) and the worker. */
+  readonly recoveryTargets: readonly RecoveryTarget[];
   /** Versions and knobs, for the report. */
   describe(): Promise<{ versions: Record<string, string>; knobs: Record<string, string | number> }>;
   open(): Promise<SystemSession>;

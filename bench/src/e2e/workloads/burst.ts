@@ -1,9 +1,10 @@
 import type { CpuWindow } from '../process-cpu.js';
 import { cpuWindow } from '../process-cpu.js';
-import type { SystemFactory } from '../systems/system.js';
+import type { SystemFactory, SystemSession } from '../systems/system.js';
 import {
   dueUniform,
   round,
+  sleep,
   sleepUntil,
   type RepFigures,
   type WorkloadContext,
@@ -13,10 +14,38 @@ import {
 } from './workload.js';
 
 /**
- * burst: `jobs` jobs all due within one second [T, T + 1 s), created (batched) `leadMs` ahead.
+ * burst: `jobs` jobs all due within one second [T, T + 1 s), created (batched) at least `leadMs`
+ * ahead (more when calibration says creating takes longer; see leadFor).
  * Figures: time from T until every job started (NaN if some did not within `capMs`), peak starts
  * per second (sliding 1 s window), early, lost, lag. Each repetition runs in a fresh session.
  */
+const CALIBRATION_JOBS = 4_000;
+const MAX_LEAD_MS = 120_000;
+
+/**
+ * The burst must be created (and, for ours, committed by the scheduler) before its due second, or
+ * the figure would measure creation. So the lead is fitted per session: a calibration set of
+ * far-future jobs is created first and the lead is 1.5 × the extrapolated time plus 3 s, at least
+ * `minLeadMs`, at most 2 minutes.
+ */
+async function leadFor(
+  s: SystemSession,
+  ctx: WorkloadContext,
+  jobs: number,
+  minLeadMs: number,
+): Promise<number> {
+  const due = new Float64Array(CALIBRATION_JOBS);
+  const far = Date.now() + 86_400_000;
+  for (let i = 0; i < due.length; i++) due[i] = far + i;
+  const log = ctx.hub.open(due);
+  const t0 = Date.now();
+  await s.createBatched(log, 0, due.length);
+  if (s.uncommitted) while ((await s.uncommitted()) > 0 && Date.now() - t0 < 30_000) await sleep(100);
+  ctx.hub.close(log);
+  const perJob = (Date.now() - t0) / CALIBRATION_JOBS;
+  return Math.round(Math.min(MAX_LEAD_MS, Math.max(minLeadMs, 1.5 * perJob * jobs + 3_000)));
+}
+
 export async function burst(f: SystemFactory, ctx: WorkloadContext): Promise<WorkloadRun[]> {
   const p = ctx.plan.burst;
   const reps: RepFigures[] = [];
@@ -26,7 +55,8 @@ export async function burst(f: SystemFactory, ctx: WorkloadContext): Promise<Wor
   for (let rep = 0; rep < ctx.plan.reps; rep++) {
     if (outOfBudget(ctx, rep, notes)) break;
     await inSession(f, async (s) => {
-      const t = Date.now() + p.leadMs;
+      const lead = await leadFor(s, ctx, p.jobs, p.leadMs);
+      const t = Date.now() + lead;
       const log = ctx.hub.open(dueUniform(p.jobs, t, 1000, 2000 + rep));
       const c0 = Date.now();
       await s.createBatched(log, 0, p.jobs);
@@ -51,7 +81,7 @@ export async function burst(f: SystemFactory, ctx: WorkloadContext): Promise<Wor
         lost: log.lost,
         duplicates: log.duplicates,
         jobsPerSec: peak,
-        extra: { allStartedMs, createMs, startedWithinCap: log.started },
+        extra: { allStartedMs, createMs, leadMs: lead, startedWithinCap: log.started },
       });
       ctx.say(
         `  rep ${rep + 1}: all ${p.jobs} started ${all ? `${round(allStartedMs)} ms after T` : `NOT within ${p.capMs} ms (${log.started} did)`}; peak ${round(peak)} jobs/s; p99 lag ${lag.p99} ms; early ${log.early}`,

@@ -21,14 +21,11 @@ const ON_TIME_FLOOR_MS = 100;
  * Figures: lost (never started by the end of the grace period), duplicates (started more than
  * once), early, and recoveryMs = kill → first start, of a job due after the kill, that was on
  * time. The run always lasts until `graceMs` after the window, so late re-deliveries are counted.
+ * Every run has a fresh session, so one run's backlog cannot hold up the next.
  */
 export async function recovery(f: SystemFactory, ctx: WorkloadContext): Promise<WorkloadRun[]> {
-  return inSession(f, (s) => recoveryIn(s, ctx));
-}
-
-async function recoveryIn(s: SystemSession, ctx: WorkloadContext): Promise<WorkloadRun[]> {
   const p = ctx.plan.recovery;
-  const targets: readonly RecoveryTarget[] = p.allTargets ? s.recoveryTargets : s.recoveryTargets.slice(0, 1);
+  const targets: readonly RecoveryTarget[] = p.allTargets ? f.recoveryTargets : f.recoveryTargets.slice(0, 1);
   const out: WorkloadRun[] = [];
   for (const target of targets) {
     const reps: RepFigures[] = [];
@@ -36,6 +33,25 @@ async function recoveryIn(s: SystemSession, ctx: WorkloadContext): Promise<Workl
     const notes: string[] = [];
     for (let rep = 0; rep < p.reps; rep++) {
       if (outOfBudget(ctx, rep, notes)) break;
+      await inSession(f, (s) => once(s, target, rep, reps, cpu, notes, ctx));
+    }
+    out.push({ system: f.system, workload: 'recovery', variant: `kill -9 ${target}`, reps, cpu, notes });
+  }
+  return out;
+}
+
+async function once(
+  s: SystemSession,
+  target: RecoveryTarget,
+  rep: number,
+  reps: RepFigures[],
+  cpu: CpuWindow[],
+  notes: string[],
+  ctx: WorkloadContext,
+): Promise<void> {
+  const p = ctx.plan.recovery;
+  {
+    {
       const n = Math.round((p.rate * p.durationMs) / 1000);
       const t0 = Date.now() + 5_000;
       const log = ctx.hub.open(dueUniform(n, t0, p.durationMs, 4000 + rep));
@@ -80,7 +96,5 @@ async function recoveryIn(s: SystemSession, ctx: WorkloadContext): Promise<Workl
         notes.push(`rep ${rep + 1}: ${log.lost} jobs not started within ${p.graceMs} ms after the window`);
       ctx.hub.close(log);
     }
-    out.push({ system: s.system, workload: 'recovery', variant: `kill -9 ${target}`, reps, cpu, notes });
   }
-  return out;
 }
