@@ -32,6 +32,7 @@ const config = workerConfig({
     heartbeatEveryMs: { env: 'SCHED_HEARTBEAT_EVERY_MS', kind: 'int' },
     executionTimeoutMs: { env: 'SCHED_EXECUTION_TIMEOUT_MS', kind: 'int' },
     concurrency: { env: 'SCHED_WORKER_CONCURRENCY', kind: 'int' },
+    dbBatchMax: { env: 'SCHED_WORKER_DB_BATCH_MAX', kind: 'int' },
     sessionTimeoutMs: { env: 'SCHED_WORKER_SESSION_TIMEOUT_MS', kind: 'int' },
     poisonAfterReplays: { env: 'SCHED_POISON_AFTER_REPLAYS', kind: 'int' },
     lifecycleEvents: { env: 'SCHED_WORKER_LIFECYCLE_EVENTS', kind: 'string' },

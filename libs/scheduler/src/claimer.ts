@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
   FencedError,
+  claimFence,
   inTransaction,
-  jobClaimDue,
+  jobClaimDueAcross,
   jobReconcileDue,
   outboxInsert,
+  outboxInsertAcross,
   type ClaimedJob,
   type OutboxRow,
 } from '@sched/store';
@@ -17,6 +19,19 @@ export interface ClaimOutcome {
   claimed: ClaimedJob[];
   /** Ids asked for that were not due yet in database time: the caller puts them back. */
   notYetDue: { jobId: string; dueMs: number }[];
+}
+
+/** One partition's share of a firing round. */
+export interface ClaimGroup {
+  rt: PartitionRuntime;
+  entries: { jobId: string; dueMs: number }[];
+}
+
+export interface RoundOutcome {
+  /** Per partition that took part: what was claimed and what must go back into its index. */
+  outcomes: Map<number, ClaimOutcome>;
+  /** Partitions whose epoch moved on: the caller releases them; nothing of theirs was written. */
+  fenced: PartitionRuntime[];
 }
 
 /**
@@ -32,39 +47,49 @@ export class Claimer {
     private readonly dispatchLeaseMs: number,
   ) {}
 
-  /** Claims the given wheel entries of one partition. Throws FencedError when the epoch moved on. */
-  async claimEntries(
-    rt: PartitionRuntime,
-    entries: { jobId: string; dueMs: number }[],
-  ): Promise<ClaimOutcome> {
+  /**
+   * One firing round across partitions: the due wheel entries of every partition that has some, in
+   * one transaction of four statements (fence + database time, one claim UPDATE, one outbox INSERT,
+   * commit) however many partitions take part. The fence statement holds each current partition's
+   * ownership row FOR KEY SHARE until commit, and every write is also fenced per row.
+   */
+  async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
     return inTransaction(this.pool, async (client) => {
-      const { rows } = await client.query<{ now_ms: number; current: boolean }>(
-        `SELECT (extract(epoch FROM now()) * 1000)::float8 AS now_ms,
-                EXISTS (SELECT 1 FROM partition_owner WHERE partition = $1 AND epoch = $2) AS current`,
-        [rt.partition, rt.epoch],
-      );
-      const head = rows[0]!;
-      if (!head.current) {
-        this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
-        throw new FencedError(rt.partition, rt.epoch, 'job_claim_due');
-      }
-      const claimed = await jobClaimDue(
+      const { nowMs, current } = await claimFence(
         client,
-        rt.partition,
-        rt.epoch,
-        entries.map((e) => e.jobId),
+        groups.map((g) => ({ partition: g.rt.partition, epoch: g.rt.epoch })),
+      );
+      const live = groups.filter((g) => current.has(g.rt.partition));
+      const fenced = groups.filter((g) => !current.has(g.rt.partition)).map((g) => g.rt);
+      for (let i = 0; i < fenced.length; i++) this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
+      const claimed = await jobClaimDueAcross(
+        client,
+        live.map((g) => ({ partition: g.rt.partition, epoch: g.rt.epoch })),
+        live.flatMap((g) => g.entries.map((e) => e.jobId)),
         this.dispatchLeaseMs,
       );
-      await this.writeOutbox(client, rt, claimed);
-      let notYetDue: { jobId: string; dueMs: number }[] = [];
-      if (claimed.length < entries.length) {
-        const got = new Set(claimed.map((c) => c.jobId));
-        // Only ids whose index due time is still ahead of database time come back; cancelled,
-        // rescheduled or already claimed ones are dropped (the database is the truth).
-        notYetDue = entries.filter((e) => !got.has(e.jobId) && e.dueMs > head.now_ms);
+      const rows = claimed.map((j) => ({
+        ...this.dispatchRow(j, j.partition, j.epoch),
+        partition: j.partition,
+        epoch: j.epoch,
+      }));
+      const inserted = await outboxInsertAcross(client, rows);
+      if (inserted !== rows.length) {
+        this.metrics.fencedWrites.inc({ statement: 'outbox_insert' });
+        throw new FencedError(live[0]?.rt.partition ?? -1, live[0]?.rt.epoch ?? -1, 'outbox_insert');
+      }
+      const outcomes = new Map<number, ClaimOutcome>();
+      for (const g of live) outcomes.set(g.rt.partition, { claimed: [], notYetDue: [] });
+      for (const j of claimed) outcomes.get(j.partition)!.claimed.push(j);
+      for (const g of live) {
+        const out = outcomes.get(g.rt.partition)!;
+        if (out.claimed.length < g.entries.length) {
+          const got = new Set(out.claimed.map((c) => c.jobId));
+          out.notYetDue = g.entries.filter((e) => !got.has(e.jobId) && e.dueMs > nowMs);
+        }
       }
       this.observe(claimed, 'wheel');
-      return { claimed, notYetDue };
+      return { outcomes, fenced };
     });
   }
 
@@ -100,44 +125,47 @@ export class Claimer {
     claimed: ClaimedJob[],
   ): Promise<void> {
     if (claimed.length === 0) return;
-    const rows: OutboxRow[] = claimed.map((j) => {
-      const eventId = randomUUID();
-      return {
-        id: eventId,
-        aggregateType: `dispatch.${j.queue}`,
-        aggregateId: j.jobId,
-        type: 'Dispatch',
-        payload: this.codec.encodeDispatch({
-          eventId,
-          jobId: j.jobId,
-          tenantId: j.tenantId,
-          queue: j.queue,
-          version: j.version,
-          attempt: j.attempt,
-          epoch: rt.epoch,
-          partition: rt.partition,
-          dueAtMs: j.dueAtMs,
-          claimedAtMs: j.claimedAtMs,
-          payload: j.payload,
-          priority: j.priority,
-          businessKey: j.businessKey,
-          idempotencyKey: `${j.jobId}:${j.attempt}`,
-          executionTimeoutMs: j.executionTimeoutMs,
-          scheduleId: j.scheduleId,
-          occurrenceAtMs: j.occurrenceAtMs,
-          headers: j.headers,
-        }),
-        jobId: j.jobId,
-        version: j.version,
-        attempt: j.attempt,
-        tenantId: j.tenantId,
-      };
-    });
+    const rows: OutboxRow[] = claimed.map((j) => this.dispatchRow(j, rt.partition, rt.epoch));
     const inserted = await outboxInsert(client, rt.partition, rt.epoch, rows);
     if (inserted !== rows.length) {
       this.metrics.fencedWrites.inc({ statement: 'outbox_insert' });
       throw new FencedError(rt.partition, rt.epoch, 'outbox_insert');
     }
+  }
+
+  /** The outbox row of one claimed job: its Dispatch record, routed to `sched.dispatch.<queue>`. */
+  private dispatchRow(j: ClaimedJob, partition: number, epoch: number): OutboxRow {
+    const eventId = randomUUID();
+    return {
+      id: eventId,
+      aggregateType: `dispatch.${j.queue}`,
+      aggregateId: j.jobId,
+      type: 'Dispatch',
+      payload: this.codec.encodeDispatch({
+        eventId,
+        jobId: j.jobId,
+        tenantId: j.tenantId,
+        queue: j.queue,
+        version: j.version,
+        attempt: j.attempt,
+        epoch,
+        partition,
+        dueAtMs: j.dueAtMs,
+        claimedAtMs: j.claimedAtMs,
+        payload: j.payload,
+        priority: j.priority,
+        businessKey: j.businessKey,
+        idempotencyKey: `${j.jobId}:${j.attempt}`,
+        executionTimeoutMs: j.executionTimeoutMs,
+        scheduleId: j.scheduleId,
+        occurrenceAtMs: j.occurrenceAtMs,
+        headers: j.headers,
+      }),
+      jobId: j.jobId,
+      version: j.version,
+      attempt: j.attempt,
+      tenantId: j.tenantId,
+    };
   }
 
   private observe(claimed: ClaimedJob[], source: string): void {

@@ -11,6 +11,8 @@ export interface SchedulerOptions {
   horizonExtendEveryMs: number;
   /** Max jobs per claim transaction (bounded batches). */
   claimBatchSize: number;
+  /** Firing rounds (claim transactions covering every partition with due entries) in flight at once. */
+  claimConcurrency: number;
   /** How long a DISPATCHED job may wait for a worker to start it before the reaper returns it. */
   dispatchLeaseMs: number;
   reconcileEveryMs: number;
@@ -60,6 +62,7 @@ export const schedulerDefaults: SchedulerOptions = {
   horizonMs: 10 * 60_000,
   horizonExtendEveryMs: 60_000,
   claimBatchSize: 500,
+  claimConcurrency: 2,
   dispatchLeaseMs: 5 * 60_000,
   reconcileEveryMs: 2_000,
   reconcileGraceMs: 2_000,
@@ -95,6 +98,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       'horizonMs',
       'horizonExtendEveryMs',
       'claimBatchSize',
+      'claimConcurrency',
       'dispatchLeaseMs',
       'reconcileEveryMs',
       'reapEveryMs',
@@ -126,6 +130,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   rejectedTopic: { env: 'SCHED_REJECTED_TOPIC', kind: 'string' },
   horizonMs: { env: 'SCHED_HORIZON_MS', kind: 'int' },
   claimBatchSize: { env: 'SCHED_CLAIM_BATCH_SIZE', kind: 'int' },
+  claimConcurrency: { env: 'SCHED_CLAIM_CONCURRENCY', kind: 'int' },
   dispatchLeaseMs: { env: 'SCHED_DISPATCH_LEASE_MS', kind: 'int' },
   reconcileEveryMs: { env: 'SCHED_RECONCILE_EVERY_MS', kind: 'int' },
   reapEveryMs: { env: 'SCHED_REAP_EVERY_MS', kind: 'int' },

@@ -9,7 +9,6 @@ import type { DueIndex } from './due-index.js';
 export class PartitionRuntime {
   /** Set when a write was refused by the fence or the partition was revoked: stop all work. */
   closed = false;
-  firing = false;
   loadedUntilMs = 0;
   private lane: Promise<unknown> = Promise.resolve();
 

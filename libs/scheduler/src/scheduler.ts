@@ -10,7 +10,7 @@ import {
   pruneOlderThan,
   scheduleLoadWindow,
 } from '@sched/store';
-import { Claimer } from './claimer.js';
+import { Claimer, type ClaimGroup } from './claimer.js';
 import { DispatchObserver } from './dispatch-observer.js';
 import { CommandApplier } from './command-applier.js';
 import type { SchedulerCodec } from './commands.js';
@@ -54,6 +54,8 @@ export class Scheduler {
   private readonly catchUp: RateWindow;
   private timer: NodeJS.Timeout | null = null;
   private armedAt = Infinity;
+  private roundsInFlight = 0;
+  private roundCursor = 0;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
   private observer: DispatchObserver | null = null;
@@ -212,7 +214,7 @@ export class Scheduler {
   private arm(force = false): void {
     if (this.stopping) return;
     let next = Infinity;
-    for (const rt of this.runtimes.values()) if (!rt.firing) next = Math.min(next, rt.index.nextDueMs());
+    for (const rt of this.runtimes.values()) next = Math.min(next, rt.index.nextDueMs());
     const at = Math.min(next, Date.now() + this.d.config.maxSleepMs);
     if (!force && this.timer && at >= this.armedAt) return;
     if (this.timer) clearTimeout(this.timer);
@@ -228,48 +230,87 @@ export class Scheduler {
     );
   }
 
-  /** Starts a claim loop for every partition with expired entries (one loop per partition). */
+  /**
+   * Starts firing rounds while some owned partition has expired entries, at most
+   * `claimConcurrency` at once. A round takes the due entries of every partition (at most
+   * `claimBatchSize` in all, partitions served in rotating order) and claims them in one
+   * transaction, so the number of transactions follows the load, not the partition count.
+   */
   fireDue(): void {
-    for (const rt of this.runtimes.values()) {
-      if (rt.firing || rt.closed || rt.index.nextDueMs() > Date.now()) continue;
-      rt.firing = true;
-      this.drain(rt)
-        .catch((err: unknown) => {
-          if (err instanceof FencedError) this.release(rt.partition, 'fenced');
-          else this.d.log.error({ err, partition: rt.partition }, 'claim failed; the reconciler will retry');
-        })
+    while (this.roundsInFlight < this.d.config.claimConcurrency && !this.stopping) {
+      const groups = this.collectDue();
+      if (groups.length === 0) return;
+      this.roundsInFlight++;
+      this.round(groups)
+        .catch((err: unknown) =>
+          this.d.log.error({ err }, 'claim round failed; entries put back, the reconciler is the backstop'),
+        )
         .finally(() => {
-          rt.firing = false;
-          this.d.metrics.wheelSize.set({ partition: String(rt.partition) }, rt.index.size);
+          this.roundsInFlight--;
+          for (const g of groups)
+            this.d.metrics.wheelSize.set({ partition: String(g.rt.partition) }, g.rt.index.size);
+          this.fireDue();
           this.arm();
         });
     }
   }
 
-  /** Claims expired entries in bounded batches until none is due. */
-  private async drain(rt: PartitionRuntime): Promise<void> {
-    for (;;) {
-      if (rt.closed) return;
-      const expired = rt.index.advance(Date.now(), this.d.config.claimBatchSize);
-      if (expired.length === 0) return;
-      const schedules = expired.filter((e) => e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
-      if (schedules.length > 0) {
+  /** Takes the expired entries of the owned partitions, up to claimBatchSize in all. */
+  private collectDue(): ClaimGroup[] {
+    const now = Date.now();
+    const rts = [...this.runtimes.values()];
+    const groups: ClaimGroup[] = [];
+    let budget = this.d.config.claimBatchSize;
+    for (let k = 0; k < rts.length && budget > 0; k++) {
+      const rt = rts[(this.roundCursor + k) % rts.length]!;
+      if (rt.closed || rt.index.nextDueMs() > now) continue;
+      const expired = rt.index.advance(now, budget);
+      if (expired.length === 0) continue;
+      budget -= expired.length;
+      groups.push({ rt, entries: expired });
+    }
+    this.roundCursor = (this.roundCursor + 1) % Math.max(1, rts.length);
+    return groups;
+  }
+
+  /** One firing round: schedule entries run the generator; job entries are claimed together. */
+  private async round(groups: ClaimGroup[]): Promise<void> {
+    const jobs: ClaimGroup[] = [];
+    for (const g of groups) {
+      const schedules = g.entries.filter((e) => e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
+      if (schedules.length > 0 && !g.rt.closed) {
         const ids = schedules.map((e) => e.jobId.slice(SCHEDULE_ENTRY_PREFIX.length));
-        this.applyGeneration(rt, await this.generator.runOnce(rt, ids));
+        try {
+          this.applyGeneration(g.rt, await this.generator.runOnce(g.rt, ids));
+        } catch (err) {
+          if (err instanceof FencedError) this.release(g.rt.partition, 'fenced');
+          else this.d.log.error({ err, partition: g.rt.partition }, 'schedule generation failed; will retry');
+        }
       }
       const due =
-        schedules.length === 0 ? expired : expired.filter((e) => !e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
-      if (due.length === 0) continue;
-      try {
-        const out = await this.claimer.claimEntries(rt, due);
-        for (const e of out.notYetDue) rt.index.upsert(e.jobId, e.dueMs);
-      } catch (err) {
-        // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient
-        // failure costs a retry, not a reconciliation delay.
-        if (!(err instanceof FencedError))
-          for (const e of due) rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
-        throw err;
+        schedules.length === 0
+          ? g.entries
+          : g.entries.filter((e) => !e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
+      if (due.length > 0 && !g.rt.closed) jobs.push({ rt: g.rt, entries: due });
+    }
+    if (jobs.length === 0) return;
+    try {
+      const { outcomes, fenced } = await this.claimer.claimRound(jobs);
+      for (const rt of fenced) this.release(rt.partition, 'fenced');
+      for (const g of jobs) {
+        const out = outcomes.get(g.rt.partition);
+        if (out && !g.rt.closed) for (const e of out.notYetDue) g.rt.index.upsert(e.jobId, e.dueMs);
       }
+    } catch (err) {
+      // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient failure
+      // costs a retry, not a reconciliation delay.
+      if (err instanceof FencedError) {
+        for (const g of jobs) if (g.rt.partition === err.partition) this.release(g.rt.partition, 'fenced');
+      }
+      for (const g of jobs)
+        if (!g.rt.closed)
+          for (const e of g.entries) g.rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
+      throw err;
     }
   }
 

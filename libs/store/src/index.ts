@@ -9,15 +9,26 @@ export { commandMarkApplied, jobCreateBatch, jobCancel, jobReschedule } from './
 export type { NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
 export {
   jobClaimDue,
+  jobClaimDueAcross,
+  claimFence,
   jobReconcileDue,
   outboxInsert,
+  outboxInsertAcross,
   leaseReap,
   jobLoadWindow,
   pruneOlderThan,
 } from './job-claim.js';
 export type { ClaimedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
-export { leaseAcquire, leaseRenew, jobComplete, jobState, attemptEnd } from './lease.js';
-export type { Lease, AttemptOutcome, Completion } from './lease.js';
+export {
+  leaseAcquire,
+  leaseAcquireMany,
+  leaseRenew,
+  jobComplete,
+  jobSucceedMany,
+  jobState,
+  attemptEnd,
+} from './lease.js';
+export type { Lease, AttemptOutcome, Completion, LeaseRequest, SuccessReport } from './lease.js';
 export {
   scheduleUpsert,
   scheduleGetForUpdate,

@@ -89,6 +89,55 @@ export async function jobClaimDue(
   return rows.map(toClaimed);
 }
 
+/**
+ * claim_fence: opens a multi-partition claim. Takes FOR KEY SHARE on the ownership rows of the
+ * given (partition, epoch) pairs that are still current (so no epoch bump can commit before this
+ * transaction ends) and returns them with database time. Pairs missing from `current` are fenced off.
+ */
+export async function claimFence(
+  client: pg.ClientBase,
+  owned: readonly OwnedPartition[],
+): Promise<{ nowMs: number; current: Set<number> }> {
+  const { rows } = await client.query<{ now_ms: number; current: number[] }>(
+    `WITH cur AS (
+       SELECT po.partition FROM partition_owner po
+       JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
+       FOR KEY SHARE OF po)
+     SELECT ${MS_OF('now()')} AS now_ms, coalesce((SELECT array_agg(partition) FROM cur), '{}') AS current`,
+    [owned.map((o) => o.partition), owned.map((o) => o.epoch)],
+  );
+  const head = rows[0]!;
+  return { nowMs: head.now_ms, current: new Set(head.current) };
+}
+
+/**
+ * job_claim_due across partitions: like `jobClaimDue`, for the wheel entries of several owned
+ * partitions in one statement (one round trip for a whole firing round), each row fenced by its own
+ * partition's epoch. Returns the claimed jobs with their partition and epoch.
+ */
+export async function jobClaimDueAcross(
+  client: pg.ClientBase,
+  owned: readonly OwnedPartition[],
+  jobIds: readonly string[],
+  dispatchLeaseMs: number,
+): Promise<(ClaimedJob & { partition: number; epoch: number })[]> {
+  if (owned.length === 0 || jobIds.length === 0) return [];
+  const { rows } = await client.query<ClaimRow & { partition: number; epoch: number }>(
+    `WITH owners AS (
+       SELECT po.partition, po.epoch FROM partition_owner po
+       JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
+       FOR KEY SHARE OF po)
+     UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(), claim_epoch = owners.epoch,
+                      lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
+     FROM owners
+     WHERE j.job_id = ANY($3::text[]) AND j.partition = owners.partition AND j.state = 'SCHEDULED'
+       AND j.due_at <= now()
+     ${CLAIM_RETURNING}, j.partition, owners.epoch`,
+    [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
+  );
+  return rows.map((r) => ({ ...toClaimed(r), partition: r.partition, epoch: r.epoch }));
+}
+
 /** A partition and the epoch its owner holds. */
 export interface OwnedPartition {
   partition: number;
@@ -173,6 +222,40 @@ export async function outboxInsert(
       rows.map((r) => r.version),
       rows.map((r) => r.attempt),
       rows.map((r) => r.tenantId),
+    ],
+  );
+  return res.rowCount ?? 0;
+}
+
+/**
+ * outbox_insert across partitions: each row carries the (partition, epoch) that wrote it and is
+ * inserted only while that epoch is current (fenced per row in the same statement). Returns how
+ * many were inserted; fewer than given means an epoch moved on.
+ */
+export async function outboxInsertAcross(
+  client: pg.ClientBase,
+  rows: readonly (OutboxRow & { partition: number; epoch: number })[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const res = await client.query(
+    `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
+     SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, o.epoch, o.tenant_id
+     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::int[], $8::int[], $9::text[],
+                 $10::int[], $11::bigint[])
+       AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id, partition, epoch)
+     JOIN partition_owner po ON po.partition = o.partition AND po.epoch = o.epoch`,
+    [
+      rows.map((r) => r.id),
+      rows.map((r) => r.aggregateType),
+      rows.map((r) => r.aggregateId),
+      rows.map((r) => r.type),
+      rows.map((r) => r.payload),
+      rows.map((r) => r.jobId),
+      rows.map((r) => r.version),
+      rows.map((r) => r.attempt),
+      rows.map((r) => r.tenantId),
+      rows.map((r) => r.partition),
+      rows.map((r) => r.epoch),
     ],
   );
   return res.rowCount ?? 0;

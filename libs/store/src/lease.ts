@@ -207,3 +207,150 @@ export async function jobState(
   );
   return rows[0] ?? null;
 }
+
+/** One start a worker asks for in a batch (see `leaseAcquireMany`). */
+export interface LeaseRequest {
+  jobId: string;
+  version: number;
+  attempt: number;
+  attemptId: string;
+}
+
+/**
+ * lease_acquire for many dispatch records in one statement (one round trip, one commit): the same
+ * per-job condition as `leaseAcquire` (DISPATCHED at the dispatched version and attempt), the same
+ * generation bump and attempt row. Returns the leases granted, keyed by attempt id; a request
+ * missing from the map was refused. All requests share one owner and TTL. Rows are locked in
+ * job-id order, so two batches that overlap cannot deadlock each other.
+ */
+export async function leaseAcquireMany(
+  pool: pg.Pool | pg.ClientBase,
+  owner: string,
+  ttlMs: number,
+  requests: readonly LeaseRequest[],
+): Promise<Map<string, Lease>> {
+  const granted = new Map<string, Lease>();
+  if (requests.length === 0) return granted;
+  const { rows } = await pool.query<{
+    attempt_id: string;
+    lease_generation: number;
+    lease_until_ms: number;
+    checkpoint: unknown;
+    max_attempts: number | null;
+    retry_policy: unknown;
+  }>(
+    `WITH req AS (
+       SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::uuid[]) AS r(job_id, version, attempt, attempt_id)),
+     target AS (
+       SELECT j.job_id, req.attempt_id FROM job j JOIN req
+         ON j.job_id = req.job_id AND j.version = req.version AND j.attempt = req.attempt
+       WHERE j.state = 'DISPATCHED'
+       ORDER BY j.job_id
+       FOR UPDATE OF j),
+     acquired AS (
+       UPDATE job j SET state = 'RUNNING', lease_owner = $5, lease_generation = j.lease_generation + 1,
+                        lease_until = now() + $6 * interval '1 millisecond'
+       FROM target t
+       WHERE j.job_id = t.job_id AND j.state = 'DISPATCHED'
+       RETURNING j.job_id, j.attempt, j.version, j.lease_generation, j.lease_until, j.checkpoint,
+                 j.max_attempts, j.retry_policy, t.attempt_id),
+     rec AS (
+       INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
+       SELECT attempt_id, job_id, attempt, version, $5, lease_generation FROM acquired)
+     SELECT attempt_id, lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts,
+            retry_policy
+     FROM acquired`,
+    [
+      requests.map((r) => r.jobId),
+      requests.map((r) => r.version),
+      requests.map((r) => r.attempt),
+      requests.map((r) => r.attemptId),
+      owner,
+      ttlMs,
+    ],
+  );
+  const byAttempt = new Map(requests.map((r) => [r.attemptId, r]));
+  for (const r of rows) {
+    const q = byAttempt.get(r.attempt_id);
+    if (!q) continue;
+    granted.set(r.attempt_id, {
+      jobId: q.jobId,
+      attemptId: q.attemptId,
+      attempt: q.attempt,
+      version: q.version,
+      owner,
+      generation: r.lease_generation,
+      leaseUntilMs: r.lease_until_ms,
+      checkpoint: r.checkpoint,
+      maxAttempts: r.max_attempts,
+      retryPolicy: r.retry_policy,
+    });
+  }
+  return granted;
+}
+
+/** One success to record in a batch (see `jobSucceedMany`). */
+export interface SuccessReport {
+  lease: Pick<Lease, 'jobId' | 'owner' | 'generation' | 'attemptId'>;
+  /** A SUCCEEDED lifecycle event, written only if the completion is accepted. */
+  event?: Completion['event'];
+}
+
+/**
+ * job_complete(SUCCEEDED) for many attempts in one statement, under the same owner + generation
+ * fence as `jobComplete`: each accepted report ends its job and its attempt row (and writes its
+ * event); a refused one (lease reclaimed) is recorded on its own attempt row as LEASE_LOST, as
+ * `jobComplete` does. Returns the attempt ids that were accepted.
+ */
+export async function jobSucceedMany(
+  pool: pg.Pool | pg.ClientBase,
+  reports: readonly SuccessReport[],
+): Promise<Set<string>> {
+  if (reports.length === 0) return new Set();
+  const ev = reports.map((r) => r.event ?? null);
+  const { rows } = await pool.query<{ attempt_id: string }>(
+    `WITH rep AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::uuid[], $6::bytea[], $7::int[],
+                            $8::int[], $9::text[])
+         AS r(job_id, owner, generation, attempt_id, event_id, event_payload, event_version, event_attempt,
+              event_tenant)),
+     target AS (
+       SELECT rep.* FROM job j JOIN rep
+         ON j.job_id = rep.job_id AND j.lease_owner = rep.owner AND j.lease_generation = rep.generation
+       WHERE j.state = 'RUNNING'
+       ORDER BY j.job_id
+       FOR UPDATE OF j),
+     done AS (
+       UPDATE job j SET state = 'SUCCEEDED', finished_at = now(), lease_owner = NULL, lease_until = NULL
+       FROM target t
+       WHERE j.job_id = t.job_id AND j.state = 'RUNNING' AND j.lease_generation = t.generation
+       RETURNING j.job_id, t.attempt_id, t.event_id, t.event_payload, t.event_version, t.event_attempt,
+                 t.event_tenant),
+     att AS (
+       UPDATE attempt a SET ended_at = now(), outcome = 'SUCCEEDED'
+       FROM done d WHERE a.attempt_id = d.attempt_id),
+     refused AS (
+       UPDATE attempt a SET ended_at = now(), outcome = 'LEASE_LOST',
+                            error = 'completion SUCCEEDED refused: lease no longer held'
+       FROM rep WHERE a.attempt_id = rep.attempt_id AND a.ended_at IS NULL
+         AND rep.attempt_id NOT IN (SELECT attempt_id FROM done)),
+     ev AS (
+       INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
+       SELECT event_id, 'events', job_id, 'JobEvent', event_payload, job_id, event_version, event_attempt,
+              event_tenant
+       FROM done WHERE event_id IS NOT NULL)
+     SELECT attempt_id FROM done`,
+    [
+      reports.map((r) => r.lease.jobId),
+      reports.map((r) => r.lease.owner),
+      reports.map((r) => r.lease.generation),
+      reports.map((r) => r.lease.attemptId),
+      ev.map((e) => e?.id ?? null),
+      ev.map((e) => e?.payload ?? null),
+      ev.map((e) => e?.version ?? null),
+      ev.map((e) => e?.attempt ?? null),
+      ev.map((e) => e?.tenantId ?? null),
+    ],
+  );
+  return new Set(rows.map((r) => r.attempt_id));
+}

@@ -15,6 +15,8 @@ export interface WorkerOptions {
   executionTimeoutMs: number;
   /** Concurrent executions per partition batch. */
   concurrency: number;
+  /** Most lease starts (and, separately, successful completions) written in one database statement. */
+  dbBatchMax: number;
   dedupeCapacity: number;
   /** A dead letter that failed the same way after this many replays is quarantined. */
   poisonAfterReplays: number;
@@ -37,6 +39,7 @@ export const workerDefaults: WorkerOptions = {
   heartbeatEveryMs: 10_000,
   executionTimeoutMs: 15 * 60_000,
   concurrency: 32,
+  dbBatchMax: 500,
   dedupeCapacity: 100_000,
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
@@ -54,6 +57,7 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
       'heartbeatEveryMs',
       'executionTimeoutMs',
       'concurrency',
+      'dbBatchMax',
       'dedupeCapacity',
       'poisonAfterReplays',
     ] as const) {

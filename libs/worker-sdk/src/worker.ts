@@ -11,9 +11,20 @@ import {
   type PolicyLayer,
   type RetryPolicy,
 } from '@sched/retry-policy';
-import { attemptEnd, jobComplete, jobState, leaseAcquire, leaseRenew, type Lease } from '@sched/store';
+import {
+  attemptEnd,
+  jobComplete,
+  jobState,
+  jobSucceedMany,
+  leaseAcquireMany,
+  leaseRenew,
+  type Lease,
+  type LeaseRequest,
+  type SuccessReport,
+} from '@sched/store';
 import type { WorkerConfig } from './config.js';
 import { DedupeSet } from './dedupe-set.js';
+import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
 import type { DispatchRecord, Handler, HandlerOptions, JobContext, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
@@ -34,7 +45,9 @@ class LeaseLostError extends Error {
 /**
  * Runs user handlers on dispatched jobs. Per record: dedupe on the event id → version check and
  * lease acquire in one conditional statement → handler with heartbeats, checkpoints, a cancel /
- * timeout signal → completion under the same owner + generation check. Retries are written to the
+ * timeout signal → completion under the same owner + generation check. Lease starts and successful
+ * completions of concurrent executions are coalesced into one statement per batch (at most
+ * `dbBatchMax` jobs), so throughput is not bound by one commit per job. Retries are written to the
  * job row directly (state SCHEDULED at the backoff time) and announced to the partition owner with
  * an AttemptResult command so its wheel fires them on time; if that message is lost the
  * reconciler still finds the due retry.
@@ -48,9 +61,30 @@ export class Worker {
   private consumer: GroupConsumer | null = null;
   private producer: MessageProducer | null = null;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Lease starts of concurrent executions, one statement (one commit) per batch. */
+  private readonly starts: MicroBatcher<LeaseRequest, Lease | null>;
+  /** Successful completions, likewise batched. */
+  private readonly successes: MicroBatcher<SuccessReport, boolean>;
 
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
+    const c = d.config;
+    this.starts = new MicroBatcher(
+      async (reqs) => {
+        const granted = await retryOnDeadlock(() => leaseAcquireMany(d.pool, c.workerId, c.leaseTtlMs, reqs));
+        return reqs.map((r) => granted.get(r.attemptId) ?? null);
+      },
+      c.dbBatchMax,
+      2,
+    );
+    this.successes = new MicroBatcher(
+      async (reports) => {
+        const accepted = await retryOnDeadlock(() => jobSucceedMany(d.pool, reports));
+        return reports.map((r) => accepted.has(r.lease.attemptId));
+      },
+      c.dbBatchMax,
+      2,
+    );
   }
 
   handle(queue: string, handler: Handler, options: HandlerOptions = {}): this {
@@ -98,19 +132,26 @@ export class Worker {
   }
 
   /** Runs a batch with bounded concurrency; resolves when every record is done (then offsets commit). */
+  /**
+   * Runs a batch with bounded concurrency. A lane moves to its next record as soon as a handler
+   * returns; the completion is written in the background (batched) and the batch resolves only
+   * when every completion is durable, so offsets never commit ahead of outcomes.
+   */
   private async runBatch(messages: InboundMessage[]): Promise<void> {
     const limit = this.d.config.concurrency;
+    const writes: Promise<unknown>[] = [];
     let next = 0;
     const lane = async () => {
       while (next < messages.length) {
         const m = messages[next++]!;
-        await this.runRecord(m);
+        await this.runRecord(m, writes);
       }
     };
     await Promise.all(Array.from({ length: Math.min(limit, messages.length) }, lane));
+    await Promise.all(writes);
   }
 
-  private async runRecord(m: InboundMessage): Promise<void> {
+  private async runRecord(m: InboundMessage, writes: Promise<unknown>[]): Promise<void> {
     if (!m.value) return;
     let rec: DispatchRecord;
     try {
@@ -127,7 +168,11 @@ export class Worker {
       this.d.metrics.duplicates.inc(q);
       return;
     }
-    const p = this.execute(rec, entry);
+    const p = this.execute(rec, entry, (w) => {
+      writes.push(w);
+      this.inFlight.add(w);
+      void w.finally(() => this.inFlight.delete(w)).catch(() => undefined);
+    });
     this.inFlight.add(p);
     try {
       await p;
@@ -139,16 +184,15 @@ export class Worker {
   private async execute(
     rec: DispatchRecord,
     entry: { handler: Handler; options: HandlerOptions; policy: RetryPolicy },
+    background: (write: Promise<void>) => void,
   ) {
     const c = this.d.config;
     const q = { queue: rec.queue };
     const attemptId = randomUUID();
-    const lease = await leaseAcquire(this.d.pool, {
+    const lease = await this.starts.submit({
       jobId: rec.jobId,
       version: rec.version,
       attempt: rec.attempt,
-      owner: c.workerId,
-      ttlMs: c.leaseTtlMs,
       attemptId,
     });
     if (!lease) {
@@ -220,15 +264,11 @@ export class Worker {
     }
     if (error === null && reason === null) {
       this.d.metrics.execution.observe({ ...q, outcome: 'SUCCEEDED' }, seconds);
-      const ok = await jobComplete(this.d.pool, lease, {
-        outcome: 'SUCCEEDED',
-        failureClass: null,
-        error: null,
-        retryAtMs: null,
-        deadLetter: null,
-        event: this.event(rec, 'SUCCEEDED', null),
-      });
-      if (!ok) this.d.metrics.refusedCompletion.inc(q);
+      background(
+        this.successes.submit({ lease, event: this.event(rec, 'SUCCEEDED', null) }).then((ok) => {
+          if (!ok) this.d.metrics.refusedCompletion.inc(q);
+        }),
+      );
       return;
     }
     await this.fail(rec, lease, entry.policy, error, reason === 'TIMED_OUT', startedAtMs, seconds);
