@@ -7,24 +7,11 @@ import {
   jobSucceedMany,
   leaseAcquireMany,
   partitionClaim,
-  type NewJob,
 } from '@sched/store';
 import { isolatedSchema, type IsolatedSchema } from './support/isolation.js';
+import { newJob } from './support/new-job.js';
 
-const job = (jobId: string, dueAtMs: number): NewJob => ({
-  jobId,
-  tenantId: 'default',
-  queue: 'default',
-  dueAtMs,
-  priority: 0,
-  payload: Buffer.from('{}'),
-  businessKey: null,
-  maxAttempts: null,
-  retryPolicy: null,
-  expiresAtMs: null,
-  executionTimeoutMs: null,
-  headers: {},
-});
+const job = newJob;
 
 /**
  * The worker's batched statements keep the single-job guarantees: a start is granted only at the

@@ -196,6 +196,21 @@ export interface OutboxRow {
   tenantId: string | null;
 }
 
+/** The outbox rows as the nine column arrays both inserts unnest, in their column order. */
+function outboxColumns(rows: readonly OutboxRow[]): unknown[][] {
+  return [
+    rows.map((r) => r.id),
+    rows.map((r) => r.aggregateType),
+    rows.map((r) => r.aggregateId),
+    rows.map((r) => r.type),
+    rows.map((r) => r.payload),
+    rows.map((r) => r.jobId),
+    rows.map((r) => r.version),
+    rows.map((r) => r.attempt),
+    rows.map((r) => r.tenantId),
+  ];
+}
+
 /** outbox_insert: appends outbox rows in the caller's transaction, fenced by the partition epoch. */
 export async function outboxInsert(
   client: pg.ClientBase,
@@ -210,19 +225,7 @@ export async function outboxInsert(
      SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, $2, o.tenant_id
      FROM fence, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::int[], $10::int[], $11::text[])
        AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id)`,
-    [
-      partition,
-      epoch,
-      rows.map((r) => r.id),
-      rows.map((r) => r.aggregateType),
-      rows.map((r) => r.aggregateId),
-      rows.map((r) => r.type),
-      rows.map((r) => r.payload),
-      rows.map((r) => r.jobId),
-      rows.map((r) => r.version),
-      rows.map((r) => r.attempt),
-      rows.map((r) => r.tenantId),
-    ],
+    [partition, epoch, ...outboxColumns(rows)],
   );
   return res.rowCount ?? 0;
 }
@@ -244,19 +247,7 @@ export async function outboxInsertAcross(
                  $10::int[], $11::bigint[])
        AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id, partition, epoch)
      JOIN partition_owner po ON po.partition = o.partition AND po.epoch = o.epoch`,
-    [
-      rows.map((r) => r.id),
-      rows.map((r) => r.aggregateType),
-      rows.map((r) => r.aggregateId),
-      rows.map((r) => r.type),
-      rows.map((r) => r.payload),
-      rows.map((r) => r.jobId),
-      rows.map((r) => r.version),
-      rows.map((r) => r.attempt),
-      rows.map((r) => r.tenantId),
-      rows.map((r) => r.partition),
-      rows.map((r) => r.epoch),
-    ],
+    [...outboxColumns(rows), rows.map((r) => r.partition), rows.map((r) => r.epoch)],
   );
   return res.rowCount ?? 0;
 }
