@@ -27,6 +27,9 @@ import {
 } from './schedule-generator.js';
 import { RateWindow } from './rate-window.js';
 
+/** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
+const FIRST_WINDOW_MS = 30_000;
+
 export interface SchedulerDeps {
   config: SchedulerConfig;
   pool: pg.Pool;
@@ -158,8 +161,15 @@ export class Scheduler {
         const rt = new PartitionRuntime(p, own.epoch, own.appliedOffset, this.d.newIndex());
         this.runtimes.set(p, rt);
         this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
-        await rt.serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs));
+        // The next FIRST_WINDOW_MS first, so firing starts as soon as they are in; the rest of the
+        // horizon follows in the background (through the serial lane: applies never interleave).
+        const first = Math.min(FIRST_WINDOW_MS, this.d.config.horizonMs);
+        await rt.serial(() => this.loadUntil(rt, Date.now() + first));
         this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
+        void rt
+          .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
+          .then(() => this.arm(true))
+          .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
       }),
     );
     this.d.metrics.partitionsOwned.set(this.ownership().length);
