@@ -151,7 +151,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
       heartbeatInterval: opts.heartbeatIntervalMs ?? 3_000,
       rebalanceTimeout: opts.rebalanceTimeoutMs ?? 60_000,
       maxWaitTimeInMs: opts.maxWaitTimeMs ?? 100,
-      minBytes: 1,
+      minBytes: opts.minBytes ?? 1,
       maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
       allowAutoTopicCreation: false,
       retry: { retries: 10 },

@@ -66,6 +66,8 @@ export interface GroupConsumerOptions {
   rebalanceTimeoutMs?: number;
   /** Broker long-poll bound; low values lower latency at the cost of more fetches. */
   maxWaitTimeMs?: number;
+  /** The broker holds a fetch until this many bytes are ready (or maxWaitTimeMs). Default 1. */
+  minBytes?: number;
   maxBytesPerPartition?: number;
   /** Partitions processed concurrently by this member. Default 1. */
   partitionsConsumedConcurrently?: number;

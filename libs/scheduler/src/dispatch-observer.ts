@@ -5,8 +5,11 @@ import type { SchedulerMetrics } from './scheduler-metrics.js';
 
 /**
  * Measures outbox publication lag: claim (outbox insert, database time) → the dispatch record
- * seen on its topic. The metric most likely to catch a stuck or crashed relay. Consumes the
- * dispatch topics of the queues known at start, in a group of its own, from the latest offset.
+ * on its topic (the record's timestamp, set when the relay produced it). The metric most likely to
+ * catch a stuck or crashed relay. Consumes the dispatch topics of the queues known at start, in a
+ * group of its own, from the latest offset. Because the lag is read from the record, not from when
+ * the observer fetched it, the observer fetches lazily (large minBytes, long wait): a few fetches
+ * a second instead of one per dispatched batch, so watching costs the scheduler little.
  */
 export class DispatchObserver {
   private consumer: GroupConsumer | null = null;
@@ -34,15 +37,21 @@ export class DispatchObserver {
     }
     if (topics.length === 0) return;
     this.consumer = this.kafka.groupConsumer(
-      { groupId: this.groupId, topics, fromBeginning: false, maxWaitTimeMs: 20, sessionTimeoutMs: 30_000 },
+      {
+        groupId: this.groupId,
+        topics,
+        fromBeginning: false,
+        maxWaitTimeMs: 1_000,
+        minBytes: 256 * 1024,
+        sessionTimeoutMs: 30_000,
+      },
       {
         onBatch: async (batch) => {
-          const now = Date.now();
           for (const m of batch.messages) {
             if (!m.value) continue;
             try {
               this.metrics.outboxPublicationLag.observe(
-                Math.max(0, now - (await this.claimedAtOf(m.value))) / 1000,
+                Math.max(0, m.timestampMs - (await this.claimedAtOf(m.value))) / 1000,
               );
             } catch {
               // Not ours to judge: workers count undecodable records.

@@ -13,7 +13,7 @@ export function createSchedulerMetrics(ownerId: string) {
     outboxPublicationLag: histogram(
       registry,
       'sched_outbox_publication_lag_seconds',
-      'outbox insert (claim) → record seen on the dispatch topic, seconds',
+      'outbox insert (claim) → dispatch record produced to its topic (record timestamp), seconds',
     ),
     overdue: gauge(
       registry,
