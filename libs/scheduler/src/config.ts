@@ -61,7 +61,7 @@ export const schedulerDefaults: SchedulerOptions = {
   rejectedTopic: 'sched.commands.rejected',
   horizonMs: 10 * 60_000,
   horizonExtendEveryMs: 60_000,
-  claimBatchSize: 500,
+  claimBatchSize: 2_000,
   claimConcurrency: 2,
   dispatchLeaseMs: 5 * 60_000,
   reconcileEveryMs: 2_000,
