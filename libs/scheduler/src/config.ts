@@ -75,7 +75,7 @@ export const schedulerDefaults: SchedulerOptions = {
   outboxRetentionMs: 10 * 60_000,
   commandDedupRetentionMs: 7 * 24 * 3600_000,
   pruneEveryMs: 30_000,
-  sessionTimeoutMs: 10_000,
+  sessionTimeoutMs: 6_000,
   heartbeatIntervalMs: 1_000,
   fetchMaxWaitMs: 20,
   applyConcurrency: 4,

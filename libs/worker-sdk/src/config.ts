@@ -43,7 +43,7 @@ export const workerDefaults: WorkerOptions = {
   dedupeCapacity: 100_000,
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
-  sessionTimeoutMs: 10_000,
+  sessionTimeoutMs: 6_000,
   lifecycleEvents: 'failures',
 };
 
