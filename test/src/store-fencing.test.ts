@@ -3,6 +3,7 @@ import {
   FencedError,
   inTransaction,
   jobClaimDue,
+  jobClaimDueAcross,
   jobCreateBatch,
   jobReconcileDue,
   leaseReap,
@@ -144,5 +145,41 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(reaped).toEqual([expect.objectContaining({ jobId: 'lease-1', attempt: 1, state: 'SCHEDULED' })]);
     const stale = await inTransaction(db.pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
     expect(stale).toEqual([]);
+  });
+
+  it('a claim across partitions reports which epochs are current and claims only theirs', async () => {
+    const a = await partitionClaim(db.pool, 7, 'x');
+    const b = await partitionClaim(db.pool, 8, 'x');
+    const now = Date.now() - 5;
+    await inTransaction(db.pool, (c) => jobCreateBatch(c, 7, a.epoch, [job('across-7', now)]));
+    await inTransaction(db.pool, (c) =>
+      jobCreateBatch(c, 8, b.epoch, [job('across-8', now), job('later-8', now + 60_000)]),
+    );
+    const b2 = await partitionClaim(db.pool, 8, 'y'); // partition 8 moves on: x's epoch is stale
+    const out = await inTransaction(db.pool, (c) =>
+      jobClaimDueAcross(
+        c,
+        [
+          { partition: 7, epoch: a.epoch },
+          { partition: 8, epoch: b.epoch },
+        ],
+        ['across-7', 'across-8', 'later-8'],
+        60_000,
+      ),
+    );
+    expect([...out.current]).toEqual([7]);
+    expect(out.claimed.map((j) => [j.jobId, j.partition, j.epoch])).toEqual([['across-7', 7, a.epoch]]);
+    expect(out.nowMs).toBeGreaterThanOrEqual(now);
+    // The current owner of 8 claims its due job; the one not yet due stays.
+    const mine = await inTransaction(db.pool, (c) =>
+      jobClaimDueAcross(c, [{ partition: 8, epoch: b2.epoch }], ['across-8', 'later-8'], 60_000),
+    );
+    expect(mine.claimed.map((j) => j.jobId)).toEqual(['across-8']);
+    // Nothing due: still one answer, with database time and the current epochs.
+    const none = await inTransaction(db.pool, (c) =>
+      jobClaimDueAcross(c, [{ partition: 8, epoch: b2.epoch }], ['later-8'], 60_000),
+    );
+    expect(none.claimed).toEqual([]);
+    expect([...none.current]).toEqual([8]);
   });
 });

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
   FencedError,
-  claimFence,
   inTransaction,
   jobClaimDueAcross,
   jobReconcileDue,
@@ -49,25 +48,22 @@ export class Claimer {
 
   /**
    * One firing round across partitions: the due wheel entries of every partition that has some, in
-   * one transaction of four statements (fence + database time, one claim UPDATE, one outbox INSERT,
-   * commit) however many partitions take part. The fence statement holds each current partition's
-   * ownership row FOR KEY SHARE until commit, and every write is also fenced per row.
+   * one transaction of two statements (the fenced claim UPDATE, which also reports database time and
+   * which epochs are current, then one outbox INSERT) however many partitions take part. The claim
+   * holds each current partition's ownership row FOR KEY SHARE until commit, and the outbox insert
+   * is fenced per row too.
    */
   async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
     return inTransaction(this.pool, async (client) => {
-      const { nowMs, current } = await claimFence(
+      const { nowMs, current, claimed } = await jobClaimDueAcross(
         client,
         groups.map((g) => ({ partition: g.rt.partition, epoch: g.rt.epoch })),
+        groups.flatMap((g) => g.entries.map((e) => e.jobId)),
+        this.dispatchLeaseMs,
       );
       const live = groups.filter((g) => current.has(g.rt.partition));
       const fenced = groups.filter((g) => !current.has(g.rt.partition)).map((g) => g.rt);
       for (let i = 0; i < fenced.length; i++) this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
-      const claimed = await jobClaimDueAcross(
-        client,
-        live.map((g) => ({ partition: g.rt.partition, epoch: g.rt.epoch })),
-        live.flatMap((g) => g.entries.map((e) => e.jobId)),
-        this.dispatchLeaseMs,
-      );
       const rows = claimed.map((j) => ({
         ...this.dispatchRow(j, j.partition, j.epoch),
         partition: j.partition,

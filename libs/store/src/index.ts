@@ -10,7 +10,6 @@ export type { NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
 export {
   jobClaimDue,
   jobClaimDueAcross,
-  claimFence,
   jobReconcileDue,
   outboxInsert,
   outboxInsertAcross,

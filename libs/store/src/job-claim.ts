@@ -90,52 +90,51 @@ export async function jobClaimDue(
 }
 
 /**
- * claim_fence: opens a multi-partition claim. Takes FOR KEY SHARE on the ownership rows of the
- * given (partition, epoch) pairs that are still current (so no epoch bump can commit before this
- * transaction ends) and returns them with database time. Pairs missing from `current` are fenced off.
- */
-export async function claimFence(
-  client: pg.ClientBase,
-  owned: readonly OwnedPartition[],
-): Promise<{ nowMs: number; current: Set<number> }> {
-  const { rows } = await client.query<{ now_ms: number; current: number[] }>(
-    `WITH cur AS (
-       SELECT po.partition FROM partition_owner po
-       JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
-       FOR KEY SHARE OF po)
-     SELECT ${MS_OF('now()')} AS now_ms, coalesce((SELECT array_agg(partition) FROM cur), '{}') AS current`,
-    [owned.map((o) => o.partition), owned.map((o) => o.epoch)],
-  );
-  const head = rows[0]!;
-  return { nowMs: head.now_ms, current: new Set(head.current) };
-}
-
-/**
  * job_claim_due across partitions: like `jobClaimDue`, for the wheel entries of several owned
- * partitions in one statement (one round trip for a whole firing round), each row fenced by its own
- * partition's epoch. Returns the claimed jobs with their partition and epoch.
+ * partitions in one statement (one round trip for a whole firing round). The ownership rows of the
+ * (partition, epoch) pairs that are still current are held FOR KEY SHARE until the transaction ends
+ * (an epoch bump waits for it) and fence every row; the statement also returns those partitions
+ * (`current`: a pair missing from it is fenced off) and database time, so no separate pre-check is
+ * needed.
  */
 export async function jobClaimDueAcross(
   client: pg.ClientBase,
   owned: readonly OwnedPartition[],
   jobIds: readonly string[],
   dispatchLeaseMs: number,
-): Promise<(ClaimedJob & { partition: number; epoch: number })[]> {
-  if (owned.length === 0 || jobIds.length === 0) return [];
-  const { rows } = await client.query<ClaimRow & { partition: number; epoch: number }>(
+): Promise<{
+  nowMs: number;
+  current: Set<number>;
+  claimed: (ClaimedJob & { partition: number; epoch: number })[];
+}> {
+  const { rows } = await client.query<
+    Partial<ClaimRow> & { now_ms: number; current: number[]; partition: number | null; epoch: number | null }
+  >(
     `WITH owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
-       FOR KEY SHARE OF po)
-     UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(), claim_epoch = owners.epoch,
-                      lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
-     FROM owners
-     WHERE j.job_id = ANY($3::text[]) AND j.partition = owners.partition AND j.state = 'SCHEDULED'
-       AND j.due_at <= now()
-     ${CLAIM_RETURNING}, j.partition, owners.epoch`,
+       FOR KEY SHARE OF po),
+     claimed AS (
+       UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(),
+                        claim_epoch = owners.epoch, lease_owner = NULL,
+                        lease_until = now() + $4 * interval '1 millisecond'
+       FROM owners
+       WHERE j.job_id = ANY($3::text[]) AND j.partition = owners.partition AND j.state = 'SCHEDULED'
+         AND j.due_at <= now()
+       ${CLAIM_RETURNING}, j.partition, owners.epoch)
+     SELECT m.now_ms, m.current, c.*
+     FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
+     LEFT JOIN claimed c ON true`,
     [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
   );
-  return rows.map((r) => ({ ...toClaimed(r), partition: r.partition, epoch: r.epoch }));
+  const head = rows[0]!;
+  return {
+    nowMs: head.now_ms,
+    current: new Set(head.current),
+    claimed: rows
+      .filter((r) => r.job_id != null)
+      .map((r) => ({ ...toClaimed(r as ClaimRow), partition: r.partition!, epoch: r.epoch! })),
+  };
 }
 
 /** A partition and the epoch its owner holds. */
