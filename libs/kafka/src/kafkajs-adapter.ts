@@ -18,6 +18,7 @@ import type {
   MessageProducer,
   TopicSpec,
 } from './port.js';
+import { SendCoalescer } from './send-coalescer.js';
 
 export interface KafkajsOptions {
   clientId: string;
@@ -56,7 +57,7 @@ export function kafkajsPort(options: KafkajsOptions): KafkaPort {
         allowAutoTopicCreation: false,
       });
       await producer.connect();
-      return new KafkajsProducer(producer);
+      return new KafkajsProducer(producer, opts.lingerMs ?? 0);
     },
     groupConsumer(opts, handlers) {
       return new KafkajsGroupConsumer(kafka, opts, handlers, log);
@@ -105,20 +106,30 @@ export function kafkajsPort(options: KafkajsOptions): KafkaPort {
 }
 
 class KafkajsProducer implements MessageProducer {
-  constructor(private readonly producer: Producer) {}
+  private readonly coalescer: SendCoalescer;
 
-  async send(topic: string, messages: Parameters<MessageProducer['send']>[1]): Promise<void> {
-    if (messages.length === 0) return;
-    await this.producer.send({
-      topic,
-      acks: -1,
-      messages: messages.map((m) => ({
-        key: m.key ?? null,
-        value: m.value,
-        headers: m.headers as IHeaders | undefined,
-        partition: m.partition,
-      })),
-    });
+  constructor(
+    private readonly producer: Producer,
+    lingerMs: number,
+  ) {
+    this.coalescer = new SendCoalescer(async (batch) => {
+      await this.producer.sendBatch({
+        acks: -1,
+        topicMessages: batch.map((t) => ({
+          topic: t.topic,
+          messages: t.messages.map((m) => ({
+            key: m.key ?? null,
+            value: m.value,
+            headers: m.headers as IHeaders | undefined,
+            partition: m.partition,
+          })),
+        })),
+      });
+    }, lingerMs);
+  }
+
+  send(topic: string, messages: Parameters<MessageProducer['send']>[1]): Promise<void> {
+    return this.coalescer.send(topic, messages);
   }
 
   async disconnect(): Promise<void> {

@@ -26,7 +26,10 @@ export interface OutboundMessage {
 }
 
 export interface MessageProducer {
-  /** Sends and waits for the broker's acknowledgement (acks=all). Batches are sent as one request per partition. */
+  /**
+   * Sends and waits for the broker's acknowledgement (acks=all). Concurrent sends are coalesced into
+   * one request (in submission order), like a client's linger: see `SendCoalescer`.
+   */
   send(topic: string, messages: OutboundMessage[]): Promise<void>;
   disconnect(): Promise<void>;
 }
@@ -95,6 +98,7 @@ export interface KafkaAdminPort {
 }
 
 export interface KafkaPort {
+  /** `lingerMs` (default 0): how long a send waits for others to share its request, beyond those that arrive while one is in flight. */
   producer(options?: { idempotent?: boolean; lingerMs?: number }): Promise<MessageProducer>;
   groupConsumer(options: GroupConsumerOptions, handlers: GroupConsumerHandlers): GroupConsumer;
   admin(): Promise<KafkaAdminPort>;
