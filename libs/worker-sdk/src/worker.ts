@@ -109,7 +109,7 @@ export class Worker {
         maxWaitTimeMs: c.fetchMaxWaitMs,
         sessionTimeoutMs: c.sessionTimeoutMs,
         heartbeatIntervalMs: Math.max(500, Math.floor(c.sessionTimeoutMs / 5)),
-        partitionsConsumedConcurrently: 4,
+        partitionsConsumedConcurrently: 12,
       },
       {
         onBatch: async (batch, control) => {
