@@ -12,6 +12,10 @@ import { TimingWheelError, WheelErrorCode } from './wheel-error';
  *
  * The job id of record s lives at the same index in the id index's own per-slot area. Record 0 is never
  * handed out (the id index uses its area as scratch), so no handle is 0.
+ *
+ * Besides, one bit per record marks an entry cancelled by id but not yet unlinked from its bucket (or the
+ * overdue heap): it is no longer live (not in `live`, its handles are stale), and the wheel frees it with
+ * `releaseDead` when it next reads it there. The bitmap is 1/128 of the records: it stays in cache.
  */
 export const RECORD_WORDS = 4;
 export const RECORD_BYTES = 16;
@@ -35,8 +39,15 @@ export class EntryStore {
   capacity = 0;
   /** Records ever handed out (high-water mark), record 0 included. */
   top = 1;
-  /** Records in use. */
+  /** Records of pending entries. */
   live = 0;
+  /**
+   * Records of cancelled entries that still wait in their bucket (or the overdue heap) to be dropped
+   * when the wheel next reads it: a cancel by id then never touches the record or the bucket.
+   */
+  dead = 0;
+  /** Bit s: record s is such a cancelled entry. 1 bit per record: stays in cache. */
+  private deadBits!: Int32Array;
   private freeHead = -1;
 
   constructor(initialCapacity: number) {
@@ -66,6 +77,30 @@ export class EntryStore {
     this.live--;
   }
 
+  /** Whether a cancel may leave a record behind: at most live / 4 + 1,024 of them wait at any time. */
+  canDefer(): boolean {
+    return this.dead < (this.live >> 2) + 1024;
+  }
+
+  /** Marks live record s cancelled, without reading it: handles to it are stale from now on. */
+  markDead(s: number): void {
+    this.deadBits[s >>> 5] = this.deadBits[s >>> 5]! | (1 << (s & 31));
+    this.live--;
+    this.dead++;
+  }
+
+  isDead(s: number): boolean {
+    return (this.deadBits[s >>> 5]! & (1 << (s & 31))) !== 0;
+  }
+
+  /** Frees a record marked dead (the wheel has just dropped it from its bucket or the heap). */
+  releaseDead(s: number): void {
+    this.deadBits[s >>> 5] = this.deadBits[s >>> 5]! & ~(1 << (s & 31));
+    this.dead--;
+    this.live++;
+    this.release(s);
+  }
+
   /** Makes room for `extra` more entries in one step (bulk load). */
   reserve(extra: number): void {
     if (this.top + extra > this.capacity) this.grow(this.top + extra);
@@ -87,11 +122,11 @@ export class EntryStore {
     const s = handle & SLOT_MASK;
     const gen = Math.floor(handle / SLOT_SPACE);
     if (gen * SLOT_SPACE + s !== handle || s < 1 || s >= this.top) return -1;
-    return this.u32[s * RECORD_WORDS + GEN] === gen + LIVE ? s : -1;
+    return this.u32[s * RECORD_WORDS + GEN] === gen + LIVE && !this.isDead(s) ? s : -1;
   }
 
   get bytes(): number {
-    return this.capacity * RECORD_BYTES;
+    return this.capacity * RECORD_BYTES + this.deadBits.byteLength;
   }
 
   private grow(needed: number): void {
@@ -109,6 +144,9 @@ export class EntryStore {
     if (this.capacity > 0) {
       new Uint8Array(buffer).set(new Uint8Array(this.f64.buffer, 0, this.top * RECORD_BYTES));
     }
+    const bits = new Int32Array((capacity + 31) >>> 5);
+    if (this.capacity > 0) bits.set(this.deadBits);
+    this.deadBits = bits;
     this.f64 = new Float64Array(buffer);
     this.i32 = new Int32Array(buffer);
     this.u32 = new Uint32Array(buffer);

@@ -10,6 +10,10 @@ const MOVE_CHUNK = 256;
  * waits, and which ones are due next. See `TimingWheel` for the layout, a worked example and the
  * contract; `BucketLevels` for the placement rule.
  *
+ * Records marked dead (cancelled by id, see `EntryStore`) still sit in their bucket or the overdue heap;
+ * every path that takes records out of a bucket or the heap (`collect`, `split`) frees them instead of
+ * returning or moving them. They count against the cascade budget like any moved entry.
+ *
  * Invariants, with cursor = the wheel's time:
  * - every entry due before the cursor has been collected, except those in the overdue heap, which were
  *   added already late and leave first;
@@ -60,10 +64,15 @@ export class HierarchicalWheel {
   collect(nowMs: number, maxBatch: number, slots: Int32Array, dues: Float64Array): number {
     let out = 0;
     // Overdue entries are all due before the cursor, hence before everything in the levels.
-    const overdue = this.overdue;
+    const { overdue, store } = this;
     while (out < maxBatch && overdue.size > 0) {
       const s = overdue.peek();
-      const dueMs = this.store.f64[s * 2]!;
+      if (store.isDead(s)) {
+        overdue.remove(s);
+        store.releaseDead(s);
+        continue;
+      }
+      const dueMs = store.f64[s * 2]!;
       if (dueMs > nowMs) break;
       overdue.remove(s);
       slots[out] = s;
@@ -144,12 +153,20 @@ export class HierarchicalWheel {
   ): number {
     const levels = this.levels;
     const { pool } = levels;
+    const store = this.store;
     while (out < maxBatch) {
       const x = levels.firstOccupied(0);
       if (x < 0 || x > limit) break;
       levels.cursor = x;
       const b = x & levels.mask;
-      const end = out + pool.pop(b, slots, out, maxBatch - out);
+      const popped = out + pool.pop(b, slots, out, maxBatch - out);
+      // Drop cancelled entries (marked dead, not yet unlinked); the loop pops again for their places.
+      let end = out;
+      for (let i = out; i < popped; i++) {
+        const s = slots[i]!;
+        if (store.isDead(s)) store.releaseDead(s);
+        else slots[end++] = s;
+      }
       dues.fill(x, out, end);
       out = end;
       if (pool.count[b] === 0) levels.markEmpty(b);
@@ -163,7 +180,7 @@ export class HierarchicalWheel {
    * caller would have collected it), which is what makes x fit in the finer level's window.
    */
   private split(j: number, x: number, budget: number): number {
-    const { levels, moving, movingDue } = this;
+    const { levels, moving, movingDue, store } = this;
     const from = (x - 1) * levels.tickMs[j]!;
     if (levels.cursor < from) levels.cursor = from;
     const b = j * levels.buckets + (x & levels.mask);
@@ -171,10 +188,15 @@ export class HierarchicalWheel {
       const k = levels.pool.pop(b, moving, 0, Math.min(budget, MOVE_CHUNK));
       if (k === 0) break;
       // Load all the due times first (independent cache misses overlap), then relink.
-      const f64 = this.store.f64;
+      const { f64 } = store;
       for (let i = 0; i < k; i++) movingDue[i] = f64[moving[i]! * 2]!;
       // Always lands on a finer level: dueMs ≥ x·T_j > cursor, and level j-1's window now covers x.
-      for (let i = 0; i < k; i++) levels.place(moving[i]!, movingDue[i]!);
+      // Cancelled entries (marked dead) are dropped here instead.
+      for (let i = 0; i < k; i++) {
+        const s = moving[i]!;
+        if (store.isDead(s)) store.releaseDead(s);
+        else levels.place(s, movingDue[i]!);
+      }
       budget -= k;
     }
     if (levels.pool.count[b] === 0) levels.markEmpty(b);

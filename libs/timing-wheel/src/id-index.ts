@@ -46,6 +46,8 @@ export class IdIndex {
   private deadBytes = 0;
   /** Set by probe(): whether the returned cell holds the id. */
   found = false;
+  /** Set by find(): the cell holding the id it found. */
+  foundCell = 0;
 
   constructor(
     private readonly store: EntryStore,
@@ -69,6 +71,7 @@ export class IdIndex {
   find(id: string): number {
     this.encode(0, id);
     const cell = this.probe(0);
+    this.foundCell = cell;
     return this.found ? this.table[cell * 2 + 1]! - 1 : -1;
   }
 
@@ -153,6 +156,13 @@ export class IdIndex {
       if (v === 0) throw new Error(`timing wheel id index: slot ${s} is not filed (internal error)`);
       hole = (hole + 1) & mask;
     }
+    this.removeCell(hole);
+  }
+
+  /** Empties table cell `hole` (in use): what `detach` does once it has found the cell. */
+  removeCell(hole: number): void {
+    const t = this.table;
+    const mask = this.mask;
     // Backward-shift deletion: pull later members of the probe run into the hole unless that would put
     // them before their home cell.
     for (let j = (hole + 1) & mask; ; j = (j + 1) & mask) {

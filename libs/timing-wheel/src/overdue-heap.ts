@@ -21,6 +21,13 @@ export class OverdueHeap {
     return this.heap[0]!;
   }
 
+  /** Entries in the heap that are not cancelled ones waiting to be dropped. O(m). */
+  countLive(): number {
+    let live = 0;
+    for (let i = 0; i < this.size; i++) if (!this.store.isDead(this.heap[i]!)) live++;
+    return live;
+  }
+
   push(s: number): void {
     if (this.size === this.heap.length) {
       const grown = new Int32Array(this.heap.length * 2);

@@ -85,12 +85,22 @@ function invalidDue(dueMs: unknown): TimingWheelError {
  * life. `nextDueMs()`: O(levels·W/32) word reads, and a lower bound of the next due time, exact when
  * the next event is a level-0 bucket or an overdue entry. `load`: O(n).
  *
+ * **Lazy cancel by id.** `cancelById` finds the id (one table cell and the id's bytes: the dominant
+ * cost at scale is those two cache and TLB misses), forgets it, and only marks the entry's record in a
+ * 1-bit-per-record bitmap that stays in cache: it reads neither the record nor the bucket. The entry
+ * leaves the wheel at once for every caller (`size`, `has`, handles, `advance` never return it); its
+ * record and bucket position are freed when the wheel next reads that bucket (a split or a level-0
+ * collect) or heap top. At most live / 4 + 1,024 such records wait at any time; past that, cancels
+ * unlink at once (as `cancel(handle)`, `reschedule` and `load`'s undo always do). Meanwhile a waiting
+ * record can make `nextDueMs()` earlier than the next due entry (still a lower bound).
+ *
  * **Memory.** Per entry: a 16-byte record (due time, bucket position, generation) in one ArrayBuffer
  * with a free list through it, its number in a bucket (buckets are chains of 16-entry blocks, read as
  * contiguous memory: no pointer chasing), and for the id index a 48-byte slot (hash, length, UTF-8
- * bytes inline up to 40) plus an open-addressing table of (hash, record) int32 pairs. No per-timer JS
- * object, no string-keyed `Map` (which would stop at 2^24 entries). Pools double when full. At most
- * 2^26 - 1 entries.
+ * bytes inline up to 40) plus an open-addressing table of (hash, record) int32 pairs, and 1 bit
+ * (cancelled, waiting to leave its bucket). Cancelled records that wait add at most a quarter (plus
+ * 1,024) to the records and buckets in use (see above). No per-timer JS object, no string-keyed `Map`
+ * (which would stop at 2^24 entries). Pools double when full. At most 2^26 - 1 entries.
  *
  * **Async contract.** Not thread-safe and not re-entrant: one owner calls it, every method is
  * synchronous and runs to completion, and nothing happens between calls. The `ExpiredBatch` returned by
@@ -196,7 +206,8 @@ export class TimingWheel {
       }
     } catch (err) {
       for (let i = filed; i < encoded; i++) store.release(group[i % GROUP]!);
-      for (let i = 0; i < filed; i++) this.cancelById(entries[i]!.id);
+      // Unlink at once (not lazily, as cancelById may): the wheel is left exactly as it was.
+      for (let i = 0; i < filed; i++) this.remove(ids.find(entries[i]!.id));
       throw err;
     }
   }
@@ -211,9 +222,14 @@ export class TimingWheel {
 
   /** Removes the pending entry of job `id`; false when there is none. Throws SCHED_E_WHEEL_INVALID_ID. */
   cancelById(id: string): boolean {
-    const s = this.ids.find(id);
+    const { ids, store } = this;
+    const s = ids.find(id);
     if (s < 0) return false;
-    this.remove(s);
+    ids.removeCell(ids.foundCell);
+    // Lazily: the record is only marked (in a bitmap that stays in cache), and leaves its bucket when
+    // the wheel next reads that bucket; so a cancel reads no record and no bucket.
+    if (store.canDefer()) store.markDead(s);
+    else this.unlinkAndRelease(s);
     return true;
   }
 
@@ -284,10 +300,13 @@ export class TimingWheel {
   /**
    * A time at or before the next due entry, for the driver to sleep until (then call `advance`):
    * exact when the next event is a level-0 bucket or an overdue entry; otherwise the time from which a
-   * coarse bucket can be split ahead of its due times. A value ≤ now means "call advance now".
+   * coarse bucket can be split ahead of its due times. A cancelled entry that still waits in its bucket
+   * (see "Lazy cancel by id") can make it earlier: `advance` then drops it, and the next value is later.
+   * A value ≤ now means "call advance now".
    * Undefined when the wheel is empty. O(levels · W / 32).
    */
   nextDueMs(): number | undefined {
+    if (this.store.live === 0) return undefined;
     const next = this.wheel.nextEventMs();
     return next === Infinity ? undefined : next;
   }
@@ -296,7 +315,7 @@ export class TimingWheel {
     const { store, wheel, ids } = this;
     return {
       size: store.live,
-      overdue: wheel.overdue.size,
+      overdue: wheel.overdue.countLive(),
       levels: wheel.levels.levelCount,
       capacity: store.capacity - 1,
       wheelBytes: store.bytes + wheel.bytes,
@@ -311,8 +330,12 @@ export class TimingWheel {
   }
 
   private remove(s: number): void {
-    this.wheel.unlink(s);
     this.ids.detach(s);
+    this.unlinkAndRelease(s);
+  }
+
+  private unlinkAndRelease(s: number): void {
+    this.wheel.unlink(s);
     this.store.release(s);
   }
 
