@@ -2,19 +2,28 @@
  * Bounded set of recently seen dispatch event ids (oldest evicted first). Saves a database round
  * trip for redelivered records; correctness does not depend on it (the lease acquire refuses a
  * second start of the same attempt).
+ *
+ * Eviction goes through a ring of the ids in arrival order, never through the Set's iterator: V8
+ * leaves a hole for every deleted entry until the next rehash, so `values().next()` after many
+ * evictions walks the holes, and a full set made every add O(capacity).
  */
 export class DedupeSet {
   private readonly seen = new Set<string>();
-  constructor(private readonly capacity: number) {}
+  private readonly ring: (string | undefined)[];
+  private next = 0;
+
+  constructor(private readonly capacity: number) {
+    this.ring = new Array<string | undefined>(capacity);
+  }
 
   /** True when `id` was new (and is now remembered). */
   add(id: string): boolean {
     if (this.seen.has(id)) return false;
+    const old = this.ring[this.next];
+    if (old !== undefined) this.seen.delete(old);
+    this.ring[this.next] = id;
+    this.next = (this.next + 1) % this.capacity;
     this.seen.add(id);
-    if (this.seen.size > this.capacity) {
-      const oldest = this.seen.values().next().value;
-      if (oldest !== undefined) this.seen.delete(oldest);
-    }
     return true;
   }
 
