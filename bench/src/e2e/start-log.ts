@@ -83,6 +83,14 @@ export class StartLog {
     return this.n - this.started;
   }
 
+  /** Of the jobs not started, how many had their dispatch record seen on Kafka (ours only). */
+  get lostAfterDispatch(): number {
+    let k = 0;
+    for (let i = 0; i < this.n; i++)
+      if (Number.isNaN(this.first[i]!) && !Number.isNaN(this.kafkaSeen[i]!)) k++;
+    return k;
+  }
+
   /** Resolves when every job started, or at `deadlineMs` (epoch ms), whichever is first. */
   async waitAll(deadlineMs: number): Promise<boolean> {
     if (this.started === this.n) return true;

@@ -323,7 +323,9 @@ class OursSession implements SystemSession {
     await this.admin.disconnect().catch(() => undefined);
     await this.producer.disconnect().catch(() => undefined);
     await this.pool.end();
-    await dropSchema(stackEndpoints().databaseUrl, this.schema).catch(() => undefined);
+    // E2E_KEEP_SCHEMA=1 keeps the session's tables for a post-mortem (job states, attempts, outbox).
+    if (process.env.E2E_KEEP_SCHEMA) console.log(`[e2e]   kept schema ${this.schema}`);
+    else await dropSchema(stackEndpoints().databaseUrl, this.schema).catch(() => undefined);
   }
 }
 

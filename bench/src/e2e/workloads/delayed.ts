@@ -70,7 +70,8 @@ export async function delayed(f: SystemFactory, ctx: WorkloadContext): Promise<W
       if (s.evidence) evidence = await s.evidence(log, measured);
       if (log.lost > 0)
         notes.push(
-          `rep ${rep + 1}: ${log.lost} jobs had not started ${p.tailMs / 1000} s after the window (counted lost; the session is closed with its backlog)`,
+          `rep ${rep + 1}: ${log.lost} jobs had not started ${p.tailMs / 1000} s after the window (counted lost; the session is closed with its backlog)` +
+            (s.evidence ? `; ${log.lostAfterDispatch} of them had their dispatch record on Kafka` : ''),
         );
       ctx.hub.close(log);
     });
