@@ -10,7 +10,8 @@ import {
   pruneOlderThan,
   scheduleLoadWindow,
 } from '@sched/store';
-import { Claimer, type ClaimGroup } from './claimer.js';
+import { Claimer } from './claimer.js';
+import { FiringDriver } from './firing-driver.js';
 import { DispatchObserver } from './dispatch-observer.js';
 import { CommandApplier } from './command-applier.js';
 import type { SchedulerCodec } from './commands.js';
@@ -19,12 +20,7 @@ import type { SchedulerConfig } from './config.js';
 import type { DueIndex } from './due-index.js';
 import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
-import {
-  SCHEDULE_ENTRY_PREFIX,
-  ScheduleGenerator,
-  scheduleEntryId,
-  type GenerationEffects,
-} from './schedule-generator.js';
+import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
 import { RateWindow } from './rate-window.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
@@ -55,10 +51,7 @@ export class Scheduler {
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
   private readonly catchUp: RateWindow;
-  private timer: NodeJS.Timeout | null = null;
-  private armedAt = Infinity;
-  private roundsInFlight = 0;
-  private roundCursor = 0;
+  private readonly firing: FiringDriver;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
   private observer: DispatchObserver | null = null;
@@ -72,6 +65,16 @@ export class Scheduler {
       crashAfterGenerate: d.config.testCrashAfterGenerate,
     });
     this.catchUp = new RateWindow(d.config.catchUpRatePerSec);
+    this.firing = new FiringDriver({
+      config: d.config,
+      claimer: this.claimer,
+      generator: this.generator,
+      metrics: d.metrics,
+      log: d.log,
+      runtimes: () => [...this.runtimes.values()],
+      release: (p, why) => this.release(p, why),
+      applyGeneration: (rt, fx) => this.applyGeneration(rt, fx),
+    });
   }
 
   async start(): Promise<void> {
@@ -110,7 +113,7 @@ export class Scheduler {
           await rt
             .serial(() => this.applier!.applyBatch(rt, batch.messages))
             .catch((err: unknown) => this.onFenced(rt, err));
-          this.arm();
+          this.firing.arm();
         },
       },
     );
@@ -138,7 +141,7 @@ export class Scheduler {
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.loops) clearInterval(t);
-    if (this.timer) clearTimeout(this.timer);
+    this.firing.stop();
     await this.observer?.stop();
     await this.consumer?.stop();
     await this.producer?.disconnect();
@@ -168,12 +171,12 @@ export class Scheduler {
         this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
         void rt
           .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
-          .then(() => this.arm(true))
+          .then(() => this.firing.arm(true))
           .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
       }),
     );
     this.d.metrics.partitionsOwned.set(this.ownership().length);
-    this.arm(true);
+    this.firing.arm(true);
   }
 
   private async onRevoked(partitions: number[]): Promise<void> {
@@ -216,112 +219,6 @@ export class Scheduler {
     }
     rt.loadedUntilMs = untilMs;
     this.d.metrics.wheelSize.set({ partition: String(rt.partition) }, rt.index.size);
-  }
-
-  // --- firing ----------------------------------------------------------------------------
-
-  /** Arms the driver for the earliest due entry of any owned partition (or maxSleepMs). */
-  private arm(force = false): void {
-    if (this.stopping) return;
-    let next = Infinity;
-    for (const rt of this.runtimes.values()) next = Math.min(next, rt.index.nextDueMs());
-    const at = Math.min(next, Date.now() + this.d.config.maxSleepMs);
-    if (!force && this.timer && at >= this.armedAt) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.armedAt = at;
-    this.timer = setTimeout(
-      () => {
-        this.timer = null;
-        this.armedAt = Infinity;
-        this.fireDue();
-        this.arm();
-      },
-      Math.max(0, at - Date.now()),
-    );
-  }
-
-  /**
-   * Starts firing rounds while some owned partition has expired entries, at most
-   * `claimConcurrency` at once. A round takes the due entries of every partition (at most
-   * `claimBatchSize` in all, partitions served in rotating order) and claims them in one
-   * transaction, so the number of transactions follows the load, not the partition count.
-   */
-  fireDue(): void {
-    while (this.roundsInFlight < this.d.config.claimConcurrency && !this.stopping) {
-      const groups = this.collectDue();
-      if (groups.length === 0) return;
-      this.roundsInFlight++;
-      this.round(groups)
-        .catch((err: unknown) =>
-          this.d.log.error({ err }, 'claim round failed; entries put back, the reconciler is the backstop'),
-        )
-        .finally(() => {
-          this.roundsInFlight--;
-          for (const g of groups)
-            this.d.metrics.wheelSize.set({ partition: String(g.rt.partition) }, g.rt.index.size);
-          this.fireDue();
-          this.arm();
-        });
-    }
-  }
-
-  /** Takes the expired entries of the owned partitions, up to claimBatchSize in all. */
-  private collectDue(): ClaimGroup[] {
-    const now = Date.now();
-    const rts = [...this.runtimes.values()];
-    const groups: ClaimGroup[] = [];
-    let budget = this.d.config.claimBatchSize;
-    for (let k = 0; k < rts.length && budget > 0; k++) {
-      const rt = rts[(this.roundCursor + k) % rts.length]!;
-      if (rt.closed || rt.index.nextDueMs() > now) continue;
-      const expired = rt.index.advance(now, budget);
-      if (expired.length === 0) continue;
-      budget -= expired.length;
-      groups.push({ rt, entries: expired });
-    }
-    this.roundCursor = (this.roundCursor + 1) % Math.max(1, rts.length);
-    return groups;
-  }
-
-  /** One firing round: schedule entries run the generator; job entries are claimed together. */
-  private async round(groups: ClaimGroup[]): Promise<void> {
-    const jobs: ClaimGroup[] = [];
-    for (const g of groups) {
-      const schedules = g.entries.filter((e) => e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
-      if (schedules.length > 0 && !g.rt.closed) {
-        const ids = schedules.map((e) => e.jobId.slice(SCHEDULE_ENTRY_PREFIX.length));
-        try {
-          this.applyGeneration(g.rt, await this.generator.runOnce(g.rt, ids));
-        } catch (err) {
-          if (err instanceof FencedError) this.release(g.rt.partition, 'fenced');
-          else this.d.log.error({ err, partition: g.rt.partition }, 'schedule generation failed; will retry');
-        }
-      }
-      const due =
-        schedules.length === 0
-          ? g.entries
-          : g.entries.filter((e) => !e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
-      if (due.length > 0 && !g.rt.closed) jobs.push({ rt: g.rt, entries: due });
-    }
-    if (jobs.length === 0) return;
-    try {
-      const { outcomes, fenced } = await this.claimer.claimRound(jobs);
-      for (const rt of fenced) this.release(rt.partition, 'fenced');
-      for (const g of jobs) {
-        const out = outcomes.get(g.rt.partition);
-        if (out && !g.rt.closed) for (const e of out.notYetDue) g.rt.index.upsert(e.jobId, e.dueMs);
-      }
-    } catch (err) {
-      // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient failure
-      // costs a retry, not a reconciliation delay.
-      if (err instanceof FencedError) {
-        for (const g of jobs) if (g.rt.partition === err.partition) this.release(g.rt.partition, 'fenced');
-      }
-      for (const g of jobs)
-        if (!g.rt.closed)
-          for (const e of g.entries) g.rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
-      throw err;
-    }
   }
 
   // --- maintenance loops (each also callable once) --------------------------------------------
@@ -390,7 +287,7 @@ export class Scheduler {
         this.handleLoopError(rt, err, 'lease_reap');
       }
     }
-    if (total > 0) this.arm(true);
+    if (total > 0) this.firing.arm(true);
     return total;
   }
 
@@ -404,7 +301,7 @@ export class Scheduler {
           .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon')),
       ),
     );
-    this.arm(true);
+    this.firing.arm(true);
   }
 
   /** Schedule sweep: generates due occurrences the wheel did not (and releases buffered ones). */
@@ -417,7 +314,7 @@ export class Scheduler {
         this.handleLoopError(rt, err, 'schedule_generate');
       }
     }
-    this.arm();
+    this.firing.arm();
   }
 
   private applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void {

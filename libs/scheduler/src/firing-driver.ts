@@ -1,0 +1,149 @@
+import type { Logger } from '@sched/logging';
+import { FencedError } from '@sched/store';
+import type { ClaimGroup, Claimer } from './claimer.js';
+import type { SchedulerConfig } from './config.js';
+import type { PartitionRuntime } from './partition-runtime.js';
+import type { SchedulerMetrics } from './scheduler-metrics.js';
+import {
+  SCHEDULE_ENTRY_PREFIX,
+  type GenerationEffects,
+  type ScheduleGenerator,
+} from './schedule-generator.js';
+
+export interface FiringDeps {
+  config: SchedulerConfig;
+  claimer: Claimer;
+  generator: ScheduleGenerator;
+  metrics: SchedulerMetrics;
+  log: Logger;
+  /** The partitions owned now (closed ones are skipped). */
+  runtimes(): PartitionRuntime[];
+  /** Gives a partition up (fenced, revoked). */
+  release(partition: number, why: string): void;
+  /** Applies what a schedule generation pass decided to the partition's index. */
+  applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void;
+}
+
+/**
+ * The scheduler's clock: sleeps until the earliest due entry of any owned partition (at most
+ * `maxSleepMs`), then runs firing rounds. Owns no state the scheduler needs besides its timer.
+ */
+export class FiringDriver {
+  private timer: NodeJS.Timeout | null = null;
+  private armedAt = Infinity;
+  private roundsInFlight = 0;
+  private roundCursor = 0;
+  private stopping = false;
+
+  constructor(private readonly d: FiringDeps) {}
+
+  stop(): void {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /** Arms the driver for the earliest due entry of any owned partition (or maxSleepMs). */
+  arm(force = false): void {
+    if (this.stopping) return;
+    let next = Infinity;
+    for (const rt of this.d.runtimes()) next = Math.min(next, rt.index.nextDueMs());
+    const at = Math.min(next, Date.now() + this.d.config.maxSleepMs);
+    if (!force && this.timer && at >= this.armedAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.armedAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.armedAt = Infinity;
+        this.fireDue();
+        this.arm();
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+
+  /**
+   * Starts firing rounds while some owned partition has expired entries, at most
+   * `claimConcurrency` at once. A round takes the due entries of every partition (at most
+   * `claimBatchSize` in all, partitions served in rotating order) and claims them in one
+   * transaction, so the number of transactions follows the load, not the partition count.
+   */
+  fireDue(): void {
+    while (this.roundsInFlight < this.d.config.claimConcurrency && !this.stopping) {
+      const groups = this.collectDue();
+      if (groups.length === 0) return;
+      this.roundsInFlight++;
+      this.round(groups)
+        .catch((err: unknown) =>
+          this.d.log.error({ err }, 'claim round failed; entries put back, the reconciler is the backstop'),
+        )
+        .finally(() => {
+          this.roundsInFlight--;
+          for (const g of groups)
+            this.d.metrics.wheelSize.set({ partition: String(g.rt.partition) }, g.rt.index.size);
+          this.fireDue();
+          this.arm();
+        });
+    }
+  }
+
+  /** Takes the expired entries of the owned partitions, up to claimBatchSize in all. */
+  private collectDue(): ClaimGroup[] {
+    const now = Date.now();
+    const rts = this.d.runtimes();
+    const groups: ClaimGroup[] = [];
+    let budget = this.d.config.claimBatchSize;
+    for (let k = 0; k < rts.length && budget > 0; k++) {
+      const rt = rts[(this.roundCursor + k) % rts.length]!;
+      if (rt.closed || rt.index.nextDueMs() > now) continue;
+      const expired = rt.index.advance(now, budget);
+      if (expired.length === 0) continue;
+      budget -= expired.length;
+      groups.push({ rt, entries: expired });
+    }
+    this.roundCursor = (this.roundCursor + 1) % Math.max(1, rts.length);
+    return groups;
+  }
+
+  /** One firing round: schedule entries run the generator; job entries are claimed together. */
+  private async round(groups: ClaimGroup[]): Promise<void> {
+    const jobs: ClaimGroup[] = [];
+    for (const g of groups) {
+      const schedules = g.entries.filter((e) => e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
+      if (schedules.length > 0 && !g.rt.closed) {
+        const ids = schedules.map((e) => e.jobId.slice(SCHEDULE_ENTRY_PREFIX.length));
+        try {
+          this.d.applyGeneration(g.rt, await this.d.generator.runOnce(g.rt, ids));
+        } catch (err) {
+          if (err instanceof FencedError) this.d.release(g.rt.partition, 'fenced');
+          else this.d.log.error({ err, partition: g.rt.partition }, 'schedule generation failed; will retry');
+        }
+      }
+      const due =
+        schedules.length === 0
+          ? g.entries
+          : g.entries.filter((e) => !e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
+      if (due.length > 0 && !g.rt.closed) jobs.push({ rt: g.rt, entries: due });
+    }
+    if (jobs.length === 0) return;
+    try {
+      const { outcomes, fenced } = await this.d.claimer.claimRound(jobs);
+      for (const rt of fenced) this.d.release(rt.partition, 'fenced');
+      for (const g of jobs) {
+        const out = outcomes.get(g.rt.partition);
+        if (out && !g.rt.closed) for (const e of out.notYetDue) g.rt.index.upsert(e.jobId, e.dueMs);
+      }
+    } catch (err) {
+      // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient failure
+      // costs a retry, not a reconciliation delay.
+      if (err instanceof FencedError) {
+        for (const g of jobs) if (g.rt.partition === err.partition) this.d.release(g.rt.partition, 'fenced');
+      }
+      for (const g of jobs)
+        if (!g.rt.closed)
+          for (const e of g.entries) g.rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
+      throw err;
+    }
+  }
+}
