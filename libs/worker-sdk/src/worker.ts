@@ -131,7 +131,6 @@ export class Worker {
     await this.producer?.disconnect();
   }
 
-  /** Runs a batch with bounded concurrency; resolves when every record is done (then offsets commit). */
   /**
    * Runs a batch with bounded concurrency. A lane moves to its next record as soon as a handler
    * returns; the completion is written in the background (batched) and the batch resolves only
