@@ -195,6 +195,9 @@ synchronous_commit = on
 fsync = on
 timezone = 'UTC'
 log_line_prefix = '%m [%p] %q%u@%d '
+# Per-statement time and calls for operators (CREATE EXTENSION pg_stat_statements to read them).
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = top
 `;
 }
 

@@ -35,14 +35,15 @@ export async function commandMarkApplied(
   commandIds: string[],
 ): Promise<Set<string>> {
   if (commandIds.length === 0) return new Set();
-  const { rows } = await client.query<{ command_id: string }>(
-    `WITH ${FENCE_CTE}
+  const { rows } = await client.query<{ command_id: string }>({
+    name: 'command_mark_applied',
+    text: `WITH ${FENCE_CTE}
      INSERT INTO command_applied (command_id, partition)
      SELECT c, $1 FROM fence, unnest($3::text[]) AS c
      ON CONFLICT (command_id) DO NOTHING
      RETURNING command_id`,
-    [partition, epoch, commandIds],
-  );
+    values: [partition, epoch, commandIds],
+  });
   return new Set(rows.map((r) => r.command_id));
 }
 
@@ -57,8 +58,9 @@ export async function jobCreateBatch(
   jobs: NewJob[],
 ): Promise<Set<string>> {
   if (jobs.length === 0) return new Set();
-  const { rows } = await client.query<{ job_id: string }>(
-    `WITH ${FENCE_CTE}
+  const { rows } = await client.query<{ job_id: string }>({
+    name: 'job_create_batch',
+    text: `WITH ${FENCE_CTE}
      INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, priority, payload, business_key,
                       max_attempts, retry_policy, expires_at, execution_timeout_ms, headers, schedule_id, occurrence_at)
      SELECT c.job_id, $1, c.tenant_id, c.queue, 'SCHEDULED', ${MS('c.due_ms')}, c.priority, c.payload, c.business_key,
@@ -69,7 +71,7 @@ export async function jobCreateBatch(
             expires_ms, timeout_ms, headers, schedule_id, occ_ms)
      ON CONFLICT (job_id) DO NOTHING
      RETURNING job_id`,
-    [
+    values: [
       partition,
       epoch,
       jobs.map((j) => j.jobId),
@@ -87,7 +89,7 @@ export async function jobCreateBatch(
       jobs.map((j) => j.scheduleId ?? null),
       jobs.map((j) => j.occurrenceAtMs ?? null),
     ],
-  );
+  });
   return new Set(rows.map((r) => r.job_id));
 }
 
@@ -115,15 +117,16 @@ export async function jobCancel(
     version: number;
     tenant_id: string;
     attempt: number;
-  }>(
-    `WITH ${FENCE_CTE}
+  }>({
+    name: 'job_cancel',
+    text: `WITH ${FENCE_CTE}
      UPDATE job j SET state = 'CANCELLED', version = j.version + 1, finished_at = now(),
                       lease_owner = NULL, lease_until = NULL
      FROM fence
      WHERE j.job_id = ANY($3::text[]) AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED','RUNNING')
      RETURNING j.job_id, j.version, j.tenant_id, j.attempt`,
-    [partition, epoch, jobIds],
-  );
+    values: [partition, epoch, jobIds],
+  });
   return rows.map((r) => ({
     jobId: r.job_id,
     version: r.version,
@@ -156,22 +159,23 @@ export async function jobReschedule(
     due_ms: number;
     tenant_id: string;
     attempt: number;
-  }>(
-    `WITH ${FENCE_CTE}
+  }>({
+    name: 'job_reschedule',
+    text: `WITH ${FENCE_CTE}
      UPDATE job j SET state = 'SCHEDULED', version = j.version + 1, due_at = ${MS('r.due_ms')},
                       lease_owner = NULL, lease_until = NULL
      FROM fence, unnest($3::text[], $4::bigint[], $5::int[]) AS r(job_id, due_ms, expected_version)
      WHERE j.job_id = r.job_id AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED')
        AND (r.expected_version IS NULL OR r.expected_version = j.version)
      RETURNING j.job_id, j.version, ${MS_OF('j.due_at')} AS due_ms, j.tenant_id, j.attempt`,
-    [
+    values: [
       partition,
       epoch,
       items.map((i) => i.jobId),
       items.map((i) => i.dueAtMs),
       items.map((i) => i.expectedVersion),
     ],
-  );
+  });
   return rows.map((r) => ({
     jobId: r.job_id,
     version: r.version,

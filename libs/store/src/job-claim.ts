@@ -78,14 +78,15 @@ export async function jobClaimDue(
   dispatchLeaseMs: number,
 ): Promise<ClaimedJob[]> {
   if (jobIds.length === 0) return [];
-  const { rows } = await client.query<ClaimRow>(
-    `WITH ${FENCE_CTE}
+  const { rows } = await client.query<ClaimRow>({
+    name: 'job_claim_due',
+    text: `WITH ${FENCE_CTE}
      UPDATE job j SET ${CLAIM_SET}
      FROM fence
      WHERE j.job_id = ANY($3::text[]) AND j.partition = $1 AND j.state = 'SCHEDULED' AND j.due_at <= now()
      ${CLAIM_RETURNING}`,
-    [partition, epoch, jobIds, dispatchLeaseMs],
-  );
+    values: [partition, epoch, jobIds, dispatchLeaseMs],
+  });
   return rows.map(toClaimed);
 }
 
@@ -109,8 +110,9 @@ export async function jobClaimDueAcross(
 }> {
   const { rows } = await client.query<
     Partial<ClaimRow> & { now_ms: number; current: number[]; partition: number | null; epoch: number | null }
-  >(
-    `WITH owners AS (
+  >({
+    name: 'job_claim_due_across',
+    text: `WITH owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
        FOR KEY SHARE OF po),
@@ -133,8 +135,8 @@ export async function jobClaimDueAcross(
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN claimed c ON true`,
-    [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
-  );
+    values: [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
+  });
   const head = rows[0]!;
   return {
     nowMs: head.now_ms,
@@ -168,8 +170,9 @@ export async function jobReconcileDue(
   graceMs: number,
 ): Promise<(ClaimedJob & { partition: number; epoch: number })[]> {
   if (owned.length === 0 || limit <= 0) return [];
-  const { rows } = await client.query<ClaimRow & { partition: number; epoch: number }>(
-    `WITH owners AS (
+  const { rows } = await client.query<ClaimRow & { partition: number; epoch: number }>({
+    name: 'job_reconcile_due',
+    text: `WITH owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
        FOR KEY SHARE OF po),
@@ -185,8 +188,8 @@ export async function jobReconcileDue(
      FROM due, owners
      WHERE j.job_id = due.job_id AND j.partition = owners.partition
      ${CLAIM_RETURNING}, j.partition, owners.epoch`,
-    [owned.map((o) => o.partition), owned.map((o) => o.epoch), limit, dispatchLeaseMs, graceMs],
-  );
+    values: [owned.map((o) => o.partition), owned.map((o) => o.epoch), limit, dispatchLeaseMs, graceMs],
+  });
   return rows.map((r) => ({ ...toClaimed(r), partition: r.partition, epoch: r.epoch }));
 }
 
@@ -226,14 +229,15 @@ export async function outboxInsert(
   rows: OutboxRow[],
 ): Promise<number> {
   if (rows.length === 0) return 0;
-  const res = await client.query(
-    `WITH ${FENCE_CTE}
+  const res = await client.query({
+    name: 'outbox_insert',
+    text: `WITH ${FENCE_CTE}
      INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
      SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, $2, o.tenant_id
      FROM fence, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::int[], $10::int[], $11::text[])
        AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id)`,
-    [partition, epoch, ...outboxColumns(rows)],
-  );
+    values: [partition, epoch, ...outboxColumns(rows)],
+  });
   return res.rowCount ?? 0;
 }
 
@@ -247,15 +251,16 @@ export async function outboxInsertAcross(
   rows: readonly (OutboxRow & { partition: number; epoch: number })[],
 ): Promise<number> {
   if (rows.length === 0) return 0;
-  const res = await client.query(
-    `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
+  const res = await client.query({
+    name: 'outbox_insert_across',
+    text: `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
      SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, o.epoch, o.tenant_id
      FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::int[], $8::int[], $9::text[],
                  $10::int[], $11::bigint[])
        AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id, partition, epoch)
      JOIN partition_owner po ON po.partition = o.partition AND po.epoch = o.epoch`,
-    [...outboxColumns(rows), rows.map((r) => r.partition), rows.map((r) => r.epoch)],
-  );
+    values: [...outboxColumns(rows), rows.map((r) => r.partition), rows.map((r) => r.epoch)],
+  });
   return res.rowCount ?? 0;
 }
 
@@ -283,8 +288,9 @@ export async function leaseReap(
     due_ms: number;
     attempt: number;
     state: 'SCHEDULED' | 'DEAD';
-  }>(
-    `WITH ${FENCE_CTE},
+  }>({
+    name: 'lease_reap',
+    text: `WITH ${FENCE_CTE},
      expired AS (
        SELECT job_id FROM job
        WHERE partition = $1 AND state IN ('DISPATCHED','RUNNING')
@@ -300,8 +306,8 @@ export async function leaseReap(
      FROM fence, expired
      WHERE j.job_id = expired.job_id
      RETURNING j.job_id, ${MS_OF('j.due_at')} AS due_ms, j.attempt, j.state`,
-    [partition, epoch, limit, skewMarginMs],
-  );
+    values: [partition, epoch, limit, skewMarginMs],
+  });
   return rows.map((r) => ({ jobId: r.job_id, dueAtMs: r.due_ms, attempt: r.attempt, state: r.state }));
 }
 

@@ -30,8 +30,9 @@ export async function leaseAcquire(
     checkpoint: unknown;
     max_attempts: number | null;
     retry_policy: unknown;
-  }>(
-    `WITH acquired AS (
+  }>({
+    name: 'lease_acquire',
+    text: `WITH acquired AS (
        UPDATE job SET state = 'RUNNING', lease_owner = $4, lease_generation = lease_generation + 1,
                       lease_until = now() + $5 * interval '1 millisecond'
        WHERE job_id = $1 AND version = $2 AND attempt = $3 AND state = 'DISPATCHED'
@@ -41,8 +42,8 @@ export async function leaseAcquire(
        SELECT $6, job_id, attempt, version, $4, lease_generation FROM acquired)
      SELECT lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts, retry_policy
      FROM acquired`,
-    [a.jobId, a.version, a.attempt, a.owner, a.ttlMs, a.attemptId],
-  );
+    values: [a.jobId, a.version, a.attempt, a.owner, a.ttlMs, a.attemptId],
+  });
   const r = rows[0];
   if (!r) return null;
   return {
@@ -70,12 +71,13 @@ export async function leaseRenew(
   ttlMs: number,
   checkpoint?: unknown,
 ): Promise<number | null> {
-  const { rows } = await pool.query<{ until_ms: number }>(
-    `UPDATE job SET lease_until = now() + $4 * interval '1 millisecond',
+  const { rows } = await pool.query<{ until_ms: number }>({
+    name: 'lease_renew',
+    text: `UPDATE job SET lease_until = now() + $4 * interval '1 millisecond',
                     checkpoint = CASE WHEN $5::boolean THEN $6::jsonb ELSE checkpoint END
      WHERE job_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND state = 'RUNNING'
      RETURNING ${MS_OF('lease_until')} AS until_ms`,
-    [
+    values: [
       lease.jobId,
       lease.owner,
       lease.generation,
@@ -83,7 +85,7 @@ export async function leaseRenew(
       checkpoint !== undefined,
       JSON.stringify(checkpoint ?? null),
     ],
-  );
+  });
   return rows[0]?.until_ms ?? null;
 }
 
@@ -251,8 +253,9 @@ export async function leaseAcquireMany(
     checkpoint: unknown;
     max_attempts: number | null;
     retry_policy: unknown;
-  }>(
-    `WITH req AS (
+  }>({
+    name: 'lease_acquire_many',
+    text: `WITH req AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::uuid[]) AS r(job_id, version, attempt, attempt_id)),
      target AS (
        SELECT j.job_id, r.attempt_id
@@ -273,7 +276,7 @@ export async function leaseAcquireMany(
      SELECT attempt_id, lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts,
             retry_policy
      FROM acquired`,
-    [
+    values: [
       requests.map((r) => r.jobId),
       requests.map((r) => r.version),
       requests.map((r) => r.attempt),
@@ -281,7 +284,7 @@ export async function leaseAcquireMany(
       owner,
       ttlMs,
     ],
-  );
+  });
   const byAttempt = new Map(requests.map((r) => [r.attemptId, r]));
   for (const r of rows) {
     const q = byAttempt.get(r.attempt_id);
@@ -321,8 +324,9 @@ export async function jobSucceedMany(
 ): Promise<Set<string>> {
   if (reports.length === 0) return new Set();
   const ev = reports.map((r) => r.event ?? null);
-  const { rows } = await pool.query<{ attempt_id: string }>(
-    `WITH rep AS (
+  const { rows } = await pool.query<{ attempt_id: string }>({
+    name: 'job_succeed_many',
+    text: `WITH rep AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::uuid[], $6::bytea[], $7::int[],
                             $8::int[], $9::text[])
          AS r(job_id, owner, generation, attempt_id, event_id, event_payload, event_version, event_attempt,
@@ -352,7 +356,7 @@ export async function jobSucceedMany(
               event_tenant
        FROM done WHERE event_id IS NOT NULL)
      SELECT attempt_id FROM done`,
-    [
+    values: [
       reports.map((r) => r.lease.jobId),
       reports.map((r) => r.lease.owner),
       reports.map((r) => r.lease.generation),
@@ -363,6 +367,6 @@ export async function jobSucceedMany(
       ev.map((e) => e?.attempt ?? null),
       ev.map((e) => e?.tenantId ?? null),
     ],
-  );
+  });
   return new Set(rows.map((r) => r.attempt_id));
 }

@@ -55,10 +55,11 @@ export async function partitionAdvanceOffset(
   epoch: number,
   offset: number,
 ): Promise<void> {
-  const res = await client.query(
-    'UPDATE partition_owner SET applied_offset = GREATEST(applied_offset, $3) WHERE partition = $1 AND epoch = $2',
-    [partition, epoch, offset],
-  );
+  const res = await client.query({
+    name: 'partition_advance_offset',
+    text: 'UPDATE partition_owner SET applied_offset = GREATEST(applied_offset, $3) WHERE partition = $1 AND epoch = $2',
+    values: [partition, epoch, offset],
+  });
   if (res.rowCount !== 1) throw new FencedError(partition, epoch, 'partition_advance_offset');
 }
 
