@@ -34,6 +34,7 @@ const config = workerConfig({
     concurrency: { env: 'SCHED_WORKER_CONCURRENCY', kind: 'int' },
     dbBatchMax: { env: 'SCHED_WORKER_DB_BATCH_MAX', kind: 'int' },
     sessionTimeoutMs: { env: 'SCHED_WORKER_SESSION_TIMEOUT_MS', kind: 'int' },
+    commitIntervalMs: { env: 'SCHED_WORKER_COMMIT_INTERVAL_MS', kind: 'int' },
     poisonAfterReplays: { env: 'SCHED_POISON_AFTER_REPLAYS', kind: 'int' },
     lifecycleEvents: { env: 'SCHED_WORKER_LIFECYCLE_EVENTS', kind: 'string' },
   }),

@@ -149,6 +149,10 @@ class KafkajsGroupConsumer implements GroupConsumer {
   private transition: Promise<void> = Promise.resolve();
   private rebalancing = false;
   private running = false;
+  /** Offsets handled but not committed yet (commitIntervalMs > 0), by `topic/partition`. */
+  private readonly pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
+  private commitTimer: NodeJS.Timeout | undefined;
+  private commitInFlight: Promise<void> = Promise.resolve();
 
   constructor(
     kafka: Kafka,
@@ -214,6 +218,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
 
   async stop(): Promise<void> {
     this.running = false;
+    await this.flushCommits();
     await this.consumer.disconnect();
     await this.transition;
   }
@@ -231,6 +236,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
       const after = new Set(next.get(topic) ?? []);
       const revoked = [...before].filter((p) => !after.has(p));
       const assigned = [...after].filter((p) => !before.has(p));
+      // Not committed for a partition handed away: its next owner re-delivers from the last commit.
+      for (const p of revoked) this.pendingCommits.delete(`${topic}/${p}`);
       if (revoked.length > 0) await this.handlers.onRevoked?.(topic, revoked);
       if (assigned.length > 0) await this.handlers.onAssigned?.(topic, assigned);
     }
@@ -259,9 +266,32 @@ class KafkajsGroupConsumer implements GroupConsumer {
     );
     const last = batch.messages[batch.messages.length - 1]!.offset;
     payload.resolveOffset(last);
-    await this.consumer.commitOffsets([
-      { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() },
-    ]);
+    const next = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() };
+    const interval = this.opts.commitIntervalMs ?? 0;
+    if (interval <= 0) {
+      await this.consumer.commitOffsets([next]);
+      return;
+    }
+    this.pendingCommits.set(`${next.topic}/${next.partition}`, next);
+    this.commitTimer ??= setTimeout(() => void this.flushCommits(), interval);
+  }
+
+  /** Commits every recorded offset in one request; a failure is logged (the work is re-delivered). */
+  private flushCommits(): Promise<void> {
+    clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+    const offsets = [...this.pendingCommits.values()];
+    this.pendingCommits.clear();
+    if (offsets.length === 0) return this.commitInFlight;
+    this.commitInFlight = this.commitInFlight
+      .then(() => this.consumer.commitOffsets(offsets))
+      .catch((err: unknown) => {
+        this.log.warn(
+          { err, partitions: offsets.length },
+          'offset commit failed; that work may be re-delivered',
+        );
+      });
+    return this.commitInFlight;
   }
 }
 

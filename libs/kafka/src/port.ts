@@ -74,6 +74,13 @@ export interface GroupConsumerOptions {
   maxBytesPerPartition?: number;
   /** Partitions processed concurrently by this member. Default 1. */
   partitionsConsumedConcurrently?: number;
+  /**
+   * 0 (default): commit each batch's offset before its partition's next batch is handled. Above 0:
+   * record it and commit every partition's latest in one request at most this often (and on stop),
+   * so that a stream of small batches is not one commit round trip each. A crash or rebalance then
+   * re-delivers up to this much already handled work, which at-least-once consumers absorb.
+   */
+  commitIntervalMs?: number;
 }
 
 export interface GroupConsumer {

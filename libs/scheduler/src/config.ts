@@ -33,6 +33,12 @@ export interface SchedulerOptions {
   heartbeatIntervalMs: number;
   /** Broker long-poll bound for the command consumer. */
   fetchMaxWaitMs: number;
+  /**
+   * Command-topic offsets are committed (after the database commit, as always) at most this often,
+   * all partitions in one request; 0 commits after every batch. Re-delivered commands are applied
+   * idempotently by commandId.
+   */
+  commitIntervalMs: number;
   /** Max partitions applied concurrently. */
   applyConcurrency: number;
   /** Longest the clock driver sleeps between checks. */
@@ -78,6 +84,7 @@ export const schedulerDefaults: SchedulerOptions = {
   sessionTimeoutMs: 6_000,
   heartbeatIntervalMs: 1_000,
   fetchMaxWaitMs: 20,
+  commitIntervalMs: 200,
   applyConcurrency: 4,
   maxSleepMs: 250,
   lifecycleEvents: true,
@@ -113,6 +120,8 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
+    if (!Number.isInteger(c.commitIntervalMs) || c.commitIntervalMs < 0)
+      problem('commitIntervalMs must be an integer >= 0 (0 commits after every batch)');
     if (c.horizonExtendEveryMs >= c.horizonMs)
       problem('horizonExtendEveryMs must be smaller than horizonMs, or jobs slip past the wheel');
     if (c.heartbeatIntervalMs * 3 > c.sessionTimeoutMs)
@@ -139,6 +148,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },
+  commitIntervalMs: { env: 'SCHED_COMMIT_INTERVAL_MS', kind: 'int' },
   lifecycleEvents: { env: 'SCHED_LIFECYCLE_EVENTS', kind: 'bool' },
   misfireThresholdMs: { env: 'SCHED_MISFIRE_THRESHOLD_MS', kind: 'int' },
   generateEveryMs: { env: 'SCHED_GENERATE_EVERY_MS', kind: 'int' },

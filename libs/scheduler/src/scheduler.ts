@@ -101,6 +101,7 @@ export class Scheduler {
         heartbeatIntervalMs: c.heartbeatIntervalMs,
         rebalanceTimeoutMs: Math.max(c.sessionTimeoutMs, 10_000),
         maxWaitTimeMs: c.fetchMaxWaitMs,
+        commitIntervalMs: c.commitIntervalMs,
         partitionsConsumedConcurrently: c.applyConcurrency,
       },
       {

@@ -21,6 +21,12 @@ export interface WorkerOptions {
   /** A dead letter that failed the same way after this many replays is quarantined. */
   poisonAfterReplays: number;
   fetchMaxWaitMs: number;
+  /**
+   * Dispatch-topic offsets are committed at most this often, for all partitions in one request (0:
+   * after every fetched batch). Re-delivery after a crash is absorbed by the eventId dedupe and the
+   * version-checked lease start.
+   */
+  commitIntervalMs: number;
   sessionTimeoutMs: number;
   /**
    * Lifecycle events written to sched.events with each completion (through the outbox):
@@ -43,6 +49,7 @@ export const workerDefaults: WorkerOptions = {
   dedupeCapacity: 100_000,
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
+  commitIntervalMs: 200,
   sessionTimeoutMs: 6_000,
   lifecycleEvents: 'failures',
 };
@@ -63,6 +70,8 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
+    if (!Number.isInteger(c.commitIntervalMs) || c.commitIntervalMs < 0)
+      problem('commitIntervalMs must be an integer >= 0 (0 commits after every batch)');
     if (!['all', 'failures', 'none'].includes(c.lifecycleEvents))
       problem('lifecycleEvents must be all, failures or none');
     if (c.heartbeatEveryMs * 2 > c.leaseTtlMs)

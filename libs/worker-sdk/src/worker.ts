@@ -107,6 +107,7 @@ export class Worker {
         groupId: c.groupId,
         topics,
         maxWaitTimeMs: c.fetchMaxWaitMs,
+        commitIntervalMs: c.commitIntervalMs,
         sessionTimeoutMs: c.sessionTimeoutMs,
         heartbeatIntervalMs: Math.max(500, Math.floor(c.sessionTimeoutMs / 5)),
         partitionsConsumedConcurrently: 12,
