@@ -163,6 +163,9 @@ class OursSession implements SystemSession {
         topics: [`sched.dispatch.${queue}`],
         fromBeginning: true,
         maxWaitTimeMs: 10,
+        // An observer: no commit round trip between batches, every partition handled at once.
+        commitIntervalMs: 1_000,
+        partitionsConsumedConcurrently: DISPATCH_PARTITIONS,
       },
       {
         onBatch: async (batch) => {
