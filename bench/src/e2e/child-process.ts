@@ -69,7 +69,15 @@ export async function startChild(opts: {
   child.on('message', (m) => {
     if (isStartsMessage(m)) opts.onStarts(m.d);
   });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let stopping = false;
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, signal) => {
+      // A process that dies on its own ruins the workload: say so, with what it printed last.
+      if (!stopping && found)
+        console.error(`[e2e] ${opts.name} exited by itself (code ${code}, signal ${signal}):\n${out}`);
+      resolve(code);
+    }),
+  );
   const marker = new RegExp(`${opts.marker} (\\{.*\\})`);
   let seen = '';
   let found = false;
@@ -104,6 +112,7 @@ export async function startChild(opts: {
     tail: () => out,
     exited,
     async stop(graceMs = 10_000) {
+      stopping = true;
       if (gone()) return;
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
@@ -111,6 +120,7 @@ export async function startChild(opts: {
       clearTimeout(t);
     },
     async kill9() {
+      stopping = true;
       if (gone()) return;
       child.kill('SIGKILL');
       await exited;
