@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
 import { MS_OF } from './job-apply.js';
+import { batchStatement } from './pool.js';
 
 /** A job just moved SCHEDULED → DISPATCHED: everything a dispatch record needs. */
 export interface ClaimedJob {
@@ -110,9 +111,10 @@ export async function jobClaimDueAcross(
 }> {
   const { rows } = await client.query<
     Partial<ClaimRow> & { now_ms: number; current: number[]; partition: number | null; epoch: number | null }
-  >({
-    name: 'job_claim_due_across',
-    text: `WITH owners AS (
+  >(
+    batchStatement(
+      'job_claim_due_across',
+      `WITH owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
        FOR KEY SHARE OF po),
@@ -135,8 +137,10 @@ export async function jobClaimDueAcross(
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN claimed c ON true`,
-    values: [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
-  });
+      [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
+      jobIds.length,
+    ),
+  );
   const head = rows[0]!;
   return {
     nowMs: head.now_ms,
@@ -171,7 +175,7 @@ export async function jobReconcileDue(
 ): Promise<(ClaimedJob & { partition: number; epoch: number })[]> {
   if (owned.length === 0 || limit <= 0) return [];
   const { rows } = await client.query<ClaimRow & { partition: number; epoch: number }>({
-    name: 'job_reconcile_due',
+    // Unnamed: a generic plan would not know the LIMIT, and this runs once per reconcile period.
     text: `WITH owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e

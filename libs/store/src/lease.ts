@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { MS_OF } from './job-apply.js';
+import { batchStatement } from './pool.js';
 
 /** What a worker holds while it runs an attempt: the fencing token is (owner, generation). */
 export interface Lease {
@@ -253,9 +254,10 @@ export async function leaseAcquireMany(
     checkpoint: unknown;
     max_attempts: number | null;
     retry_policy: unknown;
-  }>({
-    name: 'lease_acquire_many',
-    text: `WITH req AS (
+  }>(
+    batchStatement(
+      'lease_acquire_many',
+      `WITH req AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::uuid[]) AS r(job_id, version, attempt, attempt_id)),
      target AS (
        SELECT j.job_id, r.attempt_id
@@ -276,15 +278,17 @@ export async function leaseAcquireMany(
      SELECT attempt_id, lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts,
             retry_policy
      FROM acquired`,
-    values: [
-      requests.map((r) => r.jobId),
-      requests.map((r) => r.version),
-      requests.map((r) => r.attempt),
-      requests.map((r) => r.attemptId),
-      owner,
-      ttlMs,
-    ],
-  });
+      [
+        requests.map((r) => r.jobId),
+        requests.map((r) => r.version),
+        requests.map((r) => r.attempt),
+        requests.map((r) => r.attemptId),
+        owner,
+        ttlMs,
+      ],
+      requests.length,
+    ),
+  );
   const byAttempt = new Map(requests.map((r) => [r.attemptId, r]));
   for (const r of rows) {
     const q = byAttempt.get(r.attempt_id);
@@ -324,9 +328,10 @@ export async function jobSucceedMany(
 ): Promise<Set<string>> {
   if (reports.length === 0) return new Set();
   const ev = reports.map((r) => r.event ?? null);
-  const { rows } = await pool.query<{ attempt_id: string }>({
-    name: 'job_succeed_many',
-    text: `WITH rep AS (
+  const { rows } = await pool.query<{ attempt_id: string }>(
+    batchStatement(
+      'job_succeed_many',
+      `WITH rep AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::uuid[], $6::bytea[], $7::int[],
                             $8::int[], $9::text[])
          AS r(job_id, owner, generation, attempt_id, event_id, event_payload, event_version, event_attempt,
@@ -356,17 +361,19 @@ export async function jobSucceedMany(
               event_tenant
        FROM done WHERE event_id IS NOT NULL)
      SELECT attempt_id FROM done`,
-    values: [
-      reports.map((r) => r.lease.jobId),
-      reports.map((r) => r.lease.owner),
-      reports.map((r) => r.lease.generation),
-      reports.map((r) => r.lease.attemptId),
-      ev.map((e) => e?.id ?? null),
-      ev.map((e) => e?.payload ?? null),
-      ev.map((e) => e?.version ?? null),
-      ev.map((e) => e?.attempt ?? null),
-      ev.map((e) => e?.tenantId ?? null),
-    ],
-  });
+      [
+        reports.map((r) => r.lease.jobId),
+        reports.map((r) => r.lease.owner),
+        reports.map((r) => r.lease.generation),
+        reports.map((r) => r.lease.attemptId),
+        ev.map((e) => e?.id ?? null),
+        ev.map((e) => e?.payload ?? null),
+        ev.map((e) => e?.version ?? null),
+        ev.map((e) => e?.attempt ?? null),
+        ev.map((e) => e?.tenantId ?? null),
+      ],
+      reports.length,
+    ),
+  );
   return new Set(rows.map((r) => r.attempt_id));
 }

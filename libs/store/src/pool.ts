@@ -43,3 +43,17 @@ export async function inTransaction<T>(
     client.release();
   }
 }
+
+/** Largest id array that a batch statement sends as a named (prepared) statement. */
+export const NAMED_BATCH_MAX = 64;
+
+/**
+ * A batch statement over an id array: named (prepared, planned once per connection) while the array
+ * is small, so the many small calls of a lightly loaded system skip planning (0.4 ms of planning for a
+ * 0.3 ms claim); unnamed above `NAMED_BATCH_MAX`, so a big batch is planned for its real size. A
+ * generic plan assumes 10 elements, and for these statements it re-checks every row against the
+ * whole array: measured 283 ms instead of 43 ms for a 2,000-job claim.
+ */
+export function batchStatement(name: string, text: string, values: unknown[], size: number): pg.QueryConfig {
+  return size <= NAMED_BATCH_MAX ? { name, text, values } : { text, values };
+}
