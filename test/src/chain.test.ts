@@ -28,6 +28,8 @@ describe('chain: CreateJob → Postgres + outbox → Debezium → dispatch topic
     for (const d of s.collector.seen) {
       expect(d.record.queue).toBe(s.queue);
       expect(d.record.claimedAtMs).toBeGreaterThanOrEqual(d.record.dueAtMs);
+      // No businessKey: the job id, the same for every attempt.
+      expect(d.record.idempotencyKey).toBe(d.record.jobId);
       expect(JSON.parse(d.record.payload.toString())).toEqual({ jobId: d.record.jobId });
       // Kafka key = job id; Debezium carries the outbox columns as headers.
       expect(d.message.key?.toString()).toBe(d.record.jobId);

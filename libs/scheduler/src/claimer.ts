@@ -34,6 +34,15 @@ export interface RoundOutcome {
 }
 
 /**
+ * The key a worker passes to downstream APIs: the job's businessKey when it has one, else its job id.
+ * The same for every attempt of the job (Dispatch.avsc), so that a retry after an ambiguous failure
+ * converges on the key of the call that may already have happened.
+ */
+export function idempotencyKeyOf(j: Pick<ClaimedJob, 'jobId' | 'businessKey'>): string {
+  return j.businessKey ?? j.jobId;
+}
+
+/**
  * Claim + outbox in one short, fenced transaction: no Kafka call inside it (Debezium publishes
  * after commit). One extra statement reads database time and checks the epoch, so a refused
  * claim is told apart from a fenced owner.
@@ -151,7 +160,7 @@ export class Claimer {
         payload: j.payload,
         priority: j.priority,
         businessKey: j.businessKey,
-        idempotencyKey: `${j.jobId}:${j.attempt}`,
+        idempotencyKey: idempotencyKeyOf(j),
         executionTimeoutMs: j.executionTimeoutMs,
         scheduleId: j.scheduleId,
         occurrenceAtMs: j.occurrenceAtMs,

@@ -20,8 +20,9 @@ export interface Job {
 
 export interface JobContext {
   /**
-   * Stable across redeliveries of this attempt: `<jobId>:<attempt>`; pass it to downstream APIs
-   * that deduplicate (payment providers do).
+   * The same for every attempt and redelivery of the job: its businessKey when set, else its job id.
+   * Pass it to downstream APIs that deduplicate (payment providers do), so that a retry after an
+   * ambiguous failure cannot repeat the side effect.
    */
   idempotencyKey: string;
   /** The user's business key when the job has one: the key that survives every retry path. */
