@@ -1,0 +1,66 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { GroupConsumer } from '@sched/kafka';
+import { uniqueName } from './support/isolation.js';
+import { ensureTopics, kafka, until } from './support/kafka.js';
+
+// commitIntervalMs: offsets are recorded per batch and committed together on a timer and on stop,
+// never before the batch's handler finished; nothing handled is left uncommitted after stop().
+describe('Kafka port: coalesced offset commits on the real broker', () => {
+  const port = kafka();
+  let consumer: GroupConsumer | undefined;
+  afterAll(async () => {
+    await consumer?.stop().catch(() => undefined);
+  });
+
+  it('commits every handled offset within the interval, and on stop', async () => {
+    const topic = uniqueName('commits').replace(/_/g, '-');
+    const groupId = uniqueName('commits-group');
+    await ensureTopics([{ topic, partitions: 3 }]);
+    const producer = await port.producer();
+    const admin = await port.admin();
+    try {
+      const send = (from: number, n: number) =>
+        producer.send(
+          topic,
+          Array.from({ length: n }, (_, i) => ({
+            key: `k-${from + i}`,
+            value: Buffer.from(String(from + i)),
+          })),
+        );
+      await send(0, 60);
+      const handled = new Set<string>();
+      consumer = port.groupConsumer(
+        {
+          groupId,
+          topics: [topic],
+          commitIntervalMs: 300,
+          maxWaitTimeMs: 50,
+          partitionsConsumedConcurrently: 3,
+        },
+        {
+          onBatch: async (batch) => {
+            for (const m of batch.messages) handled.add(m.value!.toString());
+          },
+        },
+      );
+      await consumer.start();
+      await until('60 handled', 30_000, async () => handled.size === 60);
+      // The timer commits what was handled: the group's lag drains to 0 without a stop.
+      await until(
+        'lag 0 after the interval',
+        10_000,
+        async () => (await admin.groupLag(groupId, topic)) === 0,
+      );
+
+      await send(60, 30);
+      await until('90 handled', 30_000, async () => handled.size === 90);
+      await consumer.stop();
+      consumer = undefined;
+      // Stopping flushed the pending offsets before leaving the group.
+      expect(await admin.groupLag(groupId, topic)).toBe(0);
+    } finally {
+      await producer.disconnect();
+      await admin.disconnect();
+    }
+  });
+});
