@@ -43,6 +43,8 @@ export class DispatchObserver {
         fromBeginning: false,
         maxWaitTimeMs: 1_000,
         minBytes: 256 * 1024,
+        // A gauge, not a ledger: no commit round trip per batch (it starts from the latest offset anyway).
+        commitIntervalMs: 5_000,
         sessionTimeoutMs: 30_000,
       },
       {
