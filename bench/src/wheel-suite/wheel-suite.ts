@@ -38,6 +38,10 @@ class WheelIndex implements TimerIndex {
   load(entries: readonly WheelEntry[]): void {
     this.wheel.load(entries);
   }
+
+  cancelManyById(ids: readonly string[]): number {
+    return this.wheel.cancelManyById(ids);
+  }
 }
 
 const DAY_MS = 86_400_000;
@@ -81,6 +85,12 @@ function goalLines(results: readonly Figures[]): string[] {
     `  ${mark(wheel.insertPerSec >= GOALS.insertPerSec)} inserts/s ${fmt(wheel.insertPerSec)} (goal >= ${fmt(GOALS.insertPerSec)})`,
     `  ${mark(wheel.cancelPerSec >= GOALS.cancelPerSec)} cancels/s ${fmt(wheel.cancelPerSec)} (goal >= ${fmt(GOALS.cancelPerSec)})`,
   ];
+  const cancelMany = Number(wheel['cancelManyPerSec']);
+  if (Number.isFinite(cancelMany)) {
+    lines.push(
+      `          batch APIs: cancelManyById ${fmt(cancelMany)} cancels/s, load ${fmt(Number(wheel['loadPerSec']))} inserts/s`,
+    );
+  }
   if (heap !== undefined) {
     const ratio = wheel.mixedOpsPerSec / heap.mixedOpsPerSec;
     lines.push(

@@ -16,6 +16,8 @@ export interface TimerIndex {
   advance(nowMs: number, maxBatch: number): ExpiredView;
   /** Bulk add, when the implementation has one. */
   load?(entries: readonly { id: string; dueMs: number }[]): void;
+  /** Batch cancel by id, when the implementation has one; returns how many were pending. */
+  cancelManyById?(ids: readonly string[]): number;
 }
 
 export interface WorkloadConfig {
@@ -87,10 +89,17 @@ function coprimeStride(n: number): number {
   return stride;
 }
 
-/** Bulk load of n timers into a fresh index, CHUNK per call (the same timers as the insert phase). */
-function measureLoad(make: () => TimerIndex, cfg: WorkloadConfig): number | undefined {
+/**
+ * Bulk load of n timers into a fresh index, CHUNK per call (the same timers as the insert phase); then,
+ * when the index has a batch cancel, cancel n/10 of them with it, CHUNK ids per call (the same ids, in
+ * the same order, as the cancel phase).
+ */
+function measureBulk(
+  make: () => TimerIndex,
+  cfg: WorkloadConfig,
+): { loadPerSec?: number; cancelManyPerSec?: number } {
   const index = make();
-  if (index.load === undefined) return undefined;
+  if (index.load === undefined) return {};
   const rnd = seededRandom(cfg.seed);
   let loadMs = 0;
   for (let base = 0; base < cfg.n; base += CHUNK) {
@@ -104,7 +113,23 @@ function measureLoad(make: () => TimerIndex, cfg: WorkloadConfig): number | unde
     loadMs += performance.now() - t;
   }
   if (index.size !== cfg.n) throw new Error(`${index.name}: loaded ${index.size} of ${cfg.n} timers`);
-  return Math.round(cfg.n / (loadMs / 1_000));
+  const loadPerSec = Math.round(cfg.n / (loadMs / 1_000));
+  if (index.cancelManyById === undefined) return { loadPerSec };
+  const cancels = Math.floor(cfg.n / 10);
+  const stride = coprimeStride(cfg.n);
+  let cancelMs = 0;
+  let hits = 0;
+  for (let base = 0; base < cancels; base += CHUNK) {
+    const ids = Array.from({ length: Math.min(CHUNK, cancels - base) }, (_, i) =>
+      jobId(((base + i) * stride) % cfg.n),
+    );
+    const t = performance.now();
+    hits += index.cancelManyById(ids);
+    cancelMs += performance.now() - t;
+  }
+  if (hits !== cancels)
+    throw new Error(`${index.name}: batch-cancelled ${hits} of ${cancels} pending timers`);
+  return { loadPerSec, cancelManyPerSec: Math.round(cancels / (cancelMs / 1_000)) };
 }
 
 /**
@@ -118,7 +143,7 @@ export function runWorkloads(
   memory: (index: TimerIndex) => Record<string, number> = () => ({}),
 ): Figures {
   const { n, startMs, spreadMs, maxBatch } = cfg;
-  const loadPerSec = measureLoad(make, cfg);
+  const bulk = measureBulk(make, cfg);
   const rnd = seededRandom(cfg.seed);
   const ids: string[] = new Array<string>(CHUNK).fill('');
   const dues = new Float64Array(CHUNK);
@@ -262,7 +287,7 @@ export function runWorkloads(
     p99AdvanceMs: Math.round(p99AdvanceMs * 100) / 100,
     // CPU time (all threads) of the longest expire-phase call: what it would take without other load.
     maxAdvanceCpuMs: Math.round(maxAdvanceCpuMs * 100) / 100,
-    ...(loadPerSec === undefined ? {} : { loadPerSec }),
+    ...bulk,
     // The same rates per second of this process's CPU time (all threads), less skewed by other load.
     cpuInsertPerSec: Math.round(n / (cpu['insert']! / 1_000)),
     cpuCancelPerSec: Math.round(cancels / (cpu['cancel']! / 1_000)),

@@ -14,9 +14,13 @@ const IN_BLOCK = BLOCK - 1;
  */
 export class BucketPool {
   private slots: Int32Array;
-  /** Per block: the block before it in its bucket's chain (-1: first). */
-  private blockPrev: Int32Array;
-  private blockBucket: Int32Array;
+  /**
+   * Per block, side by side in one cache line (a push into an empty bucket writes both, a pop or a
+   * removal reads both): [2·block] the block before it in its bucket's chain (-1: first), [2·block + 1]
+   * its bucket.
+   */
+  private blockLinks: Int32Array;
+  private blockCount: number;
   private blockTop = 0;
   /** Free blocks, most recently freed (still in cache) on top. */
   private freeBlocks: Int32Array;
@@ -33,13 +37,18 @@ export class BucketPool {
     this.count = new Int32Array(buckets);
     const blocks = 64;
     this.slots = new Int32Array(blocks * BLOCK);
-    this.blockPrev = new Int32Array(blocks);
-    this.blockBucket = new Int32Array(blocks);
+    this.blockLinks = new Int32Array(blocks * 2);
+    this.blockCount = blocks;
     this.freeBlocks = new Int32Array(blocks);
   }
 
   get bytes(): number {
-    return this.slots.byteLength + this.blockPrev.byteLength * 3 + this.tail.byteLength * 2;
+    return (
+      this.slots.byteLength +
+      this.blockLinks.byteLength +
+      this.freeBlocks.byteLength +
+      this.tail.byteLength * 2
+    );
   }
 
   /** Adds record `s` to bucket `b`; true when the bucket was empty. */
@@ -48,8 +57,8 @@ export class BucketPool {
     let block = this.tail[b]!;
     if ((n & IN_BLOCK) === 0) {
       const fresh = this.allocBlock();
-      this.blockPrev[fresh] = block;
-      this.blockBucket[fresh] = b;
+      this.blockLinks[fresh * 2] = block;
+      this.blockLinks[fresh * 2 + 1] = b;
       this.tail[b] = block = fresh;
     }
     const pos = (block << BLOCK_SHIFT) | (n & IN_BLOCK);
@@ -61,7 +70,7 @@ export class BucketPool {
 
   /** Removes the entry at `pos`; returns its bucket if that is now empty, else -1. */
   remove(pos: number): number {
-    const b = this.blockBucket[pos >>> BLOCK_SHIFT]!;
+    const b = this.blockLinks[(pos >>> BLOCK_SHIFT) * 2 + 1]!;
     const n = this.count[b]! - 1;
     const block = this.tail[b]!;
     const last = (block << BLOCK_SHIFT) | (n & IN_BLOCK);
@@ -88,7 +97,7 @@ export class BucketPool {
       n--;
       out[at + k] = slots[(block << BLOCK_SHIFT) | (n & IN_BLOCK)]!;
       if ((n & IN_BLOCK) === 0) {
-        const prev = this.blockPrev[block]!;
+        const prev = this.blockLinks[block * 2]!;
         this.releaseBlock(block);
         block = prev;
       }
@@ -99,7 +108,7 @@ export class BucketPool {
   }
 
   private dropTail(b: number, block: number): void {
-    this.tail[b] = this.blockPrev[block]!;
+    this.tail[b] = this.blockLinks[block * 2]!;
     this.releaseBlock(block);
   }
 
@@ -109,21 +118,19 @@ export class BucketPool {
 
   private allocBlock(): number {
     if (this.freeCount > 0) return this.freeBlocks[--this.freeCount]!;
-    if (this.blockTop === this.blockPrev.length) this.growBlocks();
+    if (this.blockTop === this.blockCount) this.growBlocks();
     return this.blockTop++;
   }
 
   private growBlocks(): void {
-    const blocks = this.blockPrev.length * 2;
+    const blocks = this.blockCount * 2;
     const slots = new Int32Array(blocks * BLOCK);
     slots.set(this.slots);
     this.slots = slots;
-    const prev = new Int32Array(blocks);
-    prev.set(this.blockPrev);
-    this.blockPrev = prev;
-    const bucket = new Int32Array(blocks);
-    bucket.set(this.blockBucket);
-    this.blockBucket = bucket;
+    const links = new Int32Array(blocks * 2);
+    links.set(this.blockLinks);
+    this.blockLinks = links;
+    this.blockCount = blocks;
     const free = new Int32Array(blocks);
     free.set(this.freeBlocks);
     this.freeBlocks = free;

@@ -6,6 +6,12 @@ import { OverdueHeap } from './overdue-heap';
 const MOVE_CHUNK = 256;
 
 /**
+ * Touches the memory that expiring records `records[0..count)` will need (their id slots and id-table
+ * cells) so that it is in cache when they come due; returns a value to keep (so that the loads stay).
+ */
+export type Warmer = (records: Int32Array, count: number) => number;
+
+/**
  * The wheel proper, over record numbers (the job ids are `TimingWheel`'s business): where each entry
  * waits, and which ones are due next. See `TimingWheel` for the layout, a worked example and the
  * contract; `BucketLevels` for the placement rule.
@@ -26,12 +32,21 @@ export class HierarchicalWheel {
   readonly overdue: OverdueHeap;
   private readonly moving = new Int32Array(MOVE_CHUNK);
   private readonly movingDue = new Float64Array(MOVE_CHUNK);
+  /** Keeps the warming loads observable so that the compiler cannot drop them. */
+  private sink = 0;
 
+  /**
+   * `warm` is called on the entries of each level-1 bucket as it is split into level 0, at most about
+   * a second (one level-0 revolution) before they are due: their id slots and table cells, which
+   * expiring needs, are then fetched in parallel and ahead of time instead of one dependent miss after
+   * another inside the `advance` that returns them.
+   */
   constructor(
     bits: number,
     startMs: number,
     private readonly store: EntryStore,
     private readonly cascadeBudget: number,
+    private readonly warm: Warmer = () => 0,
   ) {
     this.levels = new BucketLevels(bits, startMs, store);
     this.overdue = new OverdueHeap(store);
@@ -190,6 +205,8 @@ export class HierarchicalWheel {
       // Load all the due times first (independent cache misses overlap), then relink.
       const { f64 } = store;
       for (let i = 0; i < k; i++) movingDue[i] = f64[moving[i]! * 2]!;
+      // A level-1 bucket lands in level 0: these entries are due within about a second.
+      if (j === 1) this.sink ^= this.warm(moving, k);
       // Always lands on a finer level: dueMs ≥ x·T_j > cursor, and level j-1's window now covers x.
       // Cancelled entries (marked dead) are dropped here instead.
       for (let i = 0; i < k; i++) {

@@ -22,6 +22,8 @@ const LENGTH = 0xffff;
 const MAX_ID_BYTES = 0xffff;
 const MAX_LOAD = 0.75;
 const MAX_ARENA_BYTES = 2 ** 32 - 1;
+/** Ids per batched lookup (`encodeBatch` / `findBatch`). */
+export const BATCH = 128;
 /** The fast path stores 4 chars per int32 write, which lays them out as bytes only on little-endian. */
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
@@ -44,6 +46,8 @@ export class IdIndex {
   private arena = Buffer.alloc(0);
   private arenaTop = 0;
   private deadBytes = 0;
+  /** Scratch for batched lookups: `BATCH` id slots laid out as the area's, outside it. */
+  private readonly batchWords = new Int32Array(BATCH * WORDS);
   /** Set by probe(): whether the returned cell holds the id. */
   found = false;
   /** Set by find(): the cell holding the id it found. */
@@ -84,34 +88,15 @@ export class IdIndex {
     const n = typeof id === 'string' ? id.length : 0;
     const w = s * WORDS;
     const words = this.words;
-    if (n === 0 || n > INLINE || (words[w + 1]! & OVERFLOW) !== 0 || !LITTLE_ENDIAN)
+    if (
+      n === 0 ||
+      n > INLINE ||
+      (words[w + 1]! & OVERFLOW) !== 0 ||
+      !LITTLE_ENDIAN ||
+      !encodeAscii(words, w, id, n)
+    )
       return this.encodeSlow(s, id);
-    // Fast path: hash (MurmurHash3 x86_32) and copy in one pass, 4 chars at a time, assuming ASCII.
-    let h = 0;
-    let seen = 0;
-    let i = 0;
-    for (; i + 4 <= n; i += 4) {
-      const c0 = id.charCodeAt(i);
-      const c1 = id.charCodeAt(i + 1);
-      const c2 = id.charCodeAt(i + 2);
-      const c3 = id.charCodeAt(i + 3);
-      seen |= c0 | c1 | c2 | c3;
-      const k = c0 | (c1 << 8) | (c2 << 16) | (c3 << 24);
-      words[w + 2 + (i >> 2)] = k;
-      h = mixBlock(h, k);
-    }
-    let k = 0;
-    for (let shift = 0; i < n; i++, shift += 8) {
-      const c = id.charCodeAt(i);
-      seen |= c;
-      k |= c << shift;
-    }
-    if (seen > 0x7f) return this.encodeSlow(s, id);
-    if ((n & 3) !== 0) words[w + 2 + (n >> 2)] = k;
-    h = finish(h, k, n);
-    words[w] = h;
-    words[w + 1] = n;
-    return h;
+    return words[w]!;
   }
 
   /**
@@ -131,6 +116,61 @@ export class IdIndex {
       if (t[i * 2] === h && this.equal(v - 1, target)) {
         this.found = true;
         return i;
+      }
+    }
+  }
+
+  /**
+   * Writes `id` into entry `k` of the batch scratch (room for `BATCH` ids, apart from the slots) when it
+   * takes the fast path (1 to 40 ASCII characters); false otherwise, and then the caller uses `find`
+   * (which also validates the id).
+   */
+  encodeBatch(k: number, id: string): boolean {
+    const n = typeof id === 'string' ? id.length : 0;
+    return n > 0 && n <= INLINE && LITTLE_ENDIAN && encodeAscii(this.batchWords, k * WORDS, id, n);
+  }
+
+  /**
+   * Touches, for the batch entries `k` in [0, n) with `encoded[k]` set, their home table cells (all
+   * together), then the id slot named by the first cell of each probe run whose hash matches: the loads
+   * `findBatch` needs, issued so that their cache misses overlap. Returns a value to keep.
+   */
+  prefetchBatch(encoded: Uint8Array, n: number): number {
+    const t = this.table;
+    const mask = this.mask;
+    const batch = this.batchWords;
+    let sink = 0;
+    for (let k = 0; k < n; k++) if (encoded[k] === 1) sink ^= t[(batch[k * WORDS]! & mask) * 2 + 1]!;
+    const words = this.words;
+    for (let k = 0; k < n; k++) {
+      if (encoded[k] !== 1) continue;
+      const h = batch[k * WORDS]!;
+      for (let i = h & mask; ; i = (i + 1) & mask) {
+        const v = t[i * 2 + 1]!;
+        if (v === 0) break;
+        if (t[i * 2] === h) {
+          const w = (v - 1) * WORDS;
+          sink ^= words[w + 1]! ^ words[w + WORDS - 1]!;
+          break;
+        }
+      }
+    }
+    return sink;
+  }
+
+  /** As `find`, for batch entry `k` (encoded by `encodeBatch`): the slot holding its id, or -1. */
+  findBatch(k: number): number {
+    const t = this.table;
+    const mask = this.mask;
+    const batch = this.batchWords;
+    const wb = k * WORDS;
+    const h = batch[wb]!;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const v = t[i * 2 + 1]!;
+      if (v === 0) return -1;
+      if (t[i * 2] === h && this.equalBatch(v - 1, wb)) {
+        this.foundCell = i;
+        return v - 1;
       }
     }
   }
@@ -191,15 +231,19 @@ export class IdIndex {
   }
 
   /**
-   * Starts the memory loads that `detach(s)` will need for each of `slots[from..to)` (id area, then table
-   * cell) in two tight loops, so that the cache misses overlap instead of queueing one by one.
+   * Starts the memory loads that `idOf(s)` and `detach(s)` will need for each of `slots[from..to)` (id
+   * area: both cache lines a 48-byte slot may straddle; then the table cell) in two tight loops, so that
+   * the cache misses overlap instead of queueing one by one.
    */
   prefetch(slots: Int32Array, from: number, to: number): number {
     const words = this.words;
     const t = this.table;
     const mask = this.mask;
     let sink = 0;
-    for (let i = from; i < to; i++) sink ^= words[slots[i]! * WORDS]!;
+    for (let i = from; i < to; i++) {
+      const w = slots[i]! * WORDS;
+      sink ^= words[w]! ^ words[w + WORDS - 1]!;
+    }
     for (let i = from; i < to; i++) sink ^= t[(words[slots[i]! * WORDS]! & mask) * 2 + 1]!;
     return sink;
   }
@@ -237,6 +281,18 @@ export class IdIndex {
     const oa = words[wa + 2]!;
     const ob = words[wb + 2]!;
     for (let i = 0; i < len; i++) if (arena[oa + i] !== arena[ob + i]) return false;
+    return true;
+  }
+
+  /** Slot `a` holds the id bytes of batch scratch words from `wb` (an inline ASCII id). */
+  private equalBatch(a: number, wb: number): boolean {
+    const words = this.words;
+    const batch = this.batchWords;
+    const wa = a * WORDS;
+    const info = words[wa + 1]!;
+    if (info !== batch[wb + 1]) return false;
+    for (let i = 2, end = 2 + ((info + 3) >> 2); i < end; i++)
+      if (words[wa + i] !== batch[wb + i]) return false;
     return true;
   }
 
@@ -356,6 +412,38 @@ export class IdIndex {
     this.table = t;
     this.mask = mask;
   }
+}
+
+/**
+ * The fast path of `IdIndex.encode`, for an id of 1 to 40 characters: hashes it (MurmurHash3 x86_32)
+ * and copies it into `words` from word w + 2 in one pass, 4 chars per word, then writes the hash at w
+ * and the length at w + 1. Returns false (the words then hold garbage) when the id is not all ASCII.
+ */
+function encodeAscii(words: Int32Array, w: number, id: string, n: number): boolean {
+  let h = 0;
+  let seen = 0;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const c0 = id.charCodeAt(i);
+    const c1 = id.charCodeAt(i + 1);
+    const c2 = id.charCodeAt(i + 2);
+    const c3 = id.charCodeAt(i + 3);
+    seen |= c0 | c1 | c2 | c3;
+    const k = c0 | (c1 << 8) | (c2 << 16) | (c3 << 24);
+    words[w + 2 + (i >> 2)] = k;
+    h = mixBlock(h, k);
+  }
+  let k = 0;
+  for (let shift = 0; i < n; i++, shift += 8) {
+    const c = id.charCodeAt(i);
+    seen |= c;
+    k |= c << shift;
+  }
+  if (seen > 0x7f) return false;
+  if ((n & 3) !== 0) words[w + 2 + (n >> 2)] = k;
+  words[w] = finish(h, k, n);
+  words[w + 1] = n;
+  return true;
 }
 
 /** Smallest power of two with `entries` at most 3/4 of it (minimum 64). */

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { TimingWheel, TimingWheelError, WheelErrorCode, type WheelHandle } from './index';
 
 /*
- * Model-based test: random sequences of add / cancel / reschedule / advance / load run against the
+ * Model-based test: random sequences of add / cancel (one or many) / reschedule / advance / load run against the
  * wheel and against a plain list of pending entries; after every step the two must agree. Checked:
  * same entries out, in due order (the batch is a prefix of the model's entries sorted by due time),
  * none early, none lost (a final drain empties both), nextDueMs a lower bound, error codes.
@@ -32,6 +32,7 @@ const ID_POOL = Array.from({ length: 24 }, (_, k) => {
 type Op =
   | { kind: 'add'; key: number; offset: number }
   | { kind: 'cancelById'; key: number }
+  | { kind: 'cancelMany'; keys: number[] }
   | { kind: 'cancelHandle'; pick: number }
   | { kind: 'rescheduleById'; key: number; offset: number }
   | { kind: 'rescheduleHandle'; pick: number; offset: number }
@@ -51,6 +52,10 @@ const offset = fc.oneof(
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ kind: fc.constant('add' as const), key, offset }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancelById' as const), key }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('cancelMany' as const), keys: fc.array(key, { maxLength: 8 }) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cancelHandle' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('rescheduleById' as const), key, offset }) },
   {
@@ -161,6 +166,12 @@ function run(cfg: Config, ops: Op[]): void {
       case 'cancelById': {
         const id = ID_POOL[o.key]!;
         expect(wheel.cancelById(id)).toBe(model.delete(id));
+        break;
+      }
+      case 'cancelMany': {
+        // As cancelById on each in turn: a repeated id counts once.
+        const ids = o.keys.map((k) => ID_POOL[k]!);
+        expect(wheel.cancelManyById(ids)).toBe(ids.filter((id) => model.delete(id)).length);
         break;
       }
       case 'cancelHandle': {

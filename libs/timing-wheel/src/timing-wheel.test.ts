@@ -181,6 +181,29 @@ describe('TimingWheel', () => {
     expect(wheel.stats().capacity).toBe(capacity);
   });
 
+  it('cancels many by id, as cancelById on each in turn', () => {
+    const wheel = new TimingWheel({ startMs: 0 });
+    const ids = Array.from({ length: 300 }, (_, i) => {
+      if (i % 50 === 7) return `tenant-${i}/a-job-id-longer-than-forty-bytes-${'x'.repeat(i % 9)}`;
+      if (i % 50 === 9) return `ジョブ-${i}`;
+      return `3f2a9c1e-8b7d-4e6f-a5c4-${String(i).padStart(12, '0')}`;
+    });
+    ids.forEach((id, i) => wheel.add(id, 1_000 + i * 997));
+    // Every other id, some twice, and ids never added, across several groups of 128.
+    const victims = ids.filter((_, i) => i % 2 === 0);
+    const asked = [...victims, victims[3]!, 'never-added', victims[0]!, 'x'.repeat(60)];
+    expect(wheel.cancelManyById(asked)).toBe(victims.length);
+    expect(wheel.size).toBe(150);
+    for (const [i, id] of ids.entries()) expect(wheel.has(id)).toBe(i % 2 === 1);
+    expect(wheel.cancelManyById([])).toBe(0);
+    // An invalid id throws, after cancelling the ones before it (and none after it).
+    expect(codeOf(() => wheel.cancelManyById([ids[1]!, '', ids[3]!]))).toBe(WheelErrorCode.InvalidId);
+    expect(wheel.has(ids[1]!)).toBe(false);
+    expect(wheel.has(ids[3]!)).toBe(true);
+    const out = drain(wheel, 10_000_000, 64);
+    expect(out.map((e) => e.id)).toEqual(ids.filter((_, i) => i % 2 === 1 && i !== 1));
+  });
+
   it('reschedules entries between the overdue heap and the levels', () => {
     const wheel = new TimingWheel({ startMs: 1_000 });
     const a = wheel.add('a', 10);
