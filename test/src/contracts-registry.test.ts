@@ -1,6 +1,7 @@
 /**
  * @sched/contracts against a real Confluent-compatible registry (Apicurio's ccompat API in the local
- * stack). Registry URL from SCHED_REGISTRY_URL, default http://127.0.0.1:8081/apis/ccompat/v7.
+ * stack). Registry URL: the stack's own (`endpoints()`, from the stack's port settings), so a stack on
+ * other ports is the one tested.
  *
  * Isolation: the real subjects (sched.commands-value, …) are only registered, which is idempotent;
  * every evolution experiment uses a subject of its own, unique per run.
@@ -20,11 +21,9 @@ import {
   SUBJECTS,
 } from '@sched/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endpoints } from './support/isolation.js';
 
-const registryUrl = (process.env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7').replace(
-  /\/+$/,
-  '',
-);
+const registryUrl = endpoints().registryUrl.replace(/\/+$/, '');
 const runId = randomUUID().slice(0, 8);
 const createdSubjects = new Set<string>();
 const uniqueSubject = (what: string): string => {

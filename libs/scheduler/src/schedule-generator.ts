@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import type pg from 'pg';
 import type { Logger } from '@sched/logging';
 import type { Recurrence } from '@sched/recurrence';
@@ -96,6 +97,8 @@ export class ScheduleGenerator {
         if (plan.cancelJobIds.length > 0) await jobCancel(client, rt.partition, rt.epoch, plan.cancelJobIds);
         if (this.o.crashAfterGenerate) {
           this.log.warn({ scheduleId: s.scheduleId }, 'test hook: SIGKILL between generation and advance');
+          // The logger may still hold that line; this one is out before the kill.
+          writeSync(2, 'test hook: SIGKILL between generation and advance\n');
           process.kill(process.pid, 'SIGKILL');
         }
         if (!(await scheduleAdvance(client, rt.partition, rt.epoch, plan.advance)))
