@@ -85,6 +85,11 @@ export function requirePositiveInt(problem: (m: string) => void, name: string, v
     problem(`${name} must be a positive integer (got ${value})`);
 }
 
+/** Like `requirePositiveInt`, with 0 allowed (a knob whose 0 means "off" or "every time"). */
+export function requireNonNegativeInt(problem: (m: string) => void, name: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 0) problem(`${name} must be an integer >= 0 (got ${value})`);
+}
+
 export function requireNonEmpty(
   problem: (m: string) => void,
   name: string,

@@ -1,4 +1,10 @@
-import { buildConfig, requireNonEmpty, requirePositiveInt, type EnvSpec } from '@sched/config';
+import {
+  buildConfig,
+  requireNonEmpty,
+  requireNonNegativeInt,
+  requirePositiveInt,
+  type EnvSpec,
+} from '@sched/config';
 
 export interface SchedulerOptions {
   /** Unique per process; recorded as partition owner. */
@@ -120,8 +126,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
-    if (!Number.isInteger(c.commitIntervalMs) || c.commitIntervalMs < 0)
-      problem('commitIntervalMs must be an integer >= 0 (0 commits after every batch)');
+    requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
     if (c.horizonExtendEveryMs >= c.horizonMs)
       problem('horizonExtendEveryMs must be smaller than horizonMs, or jobs slip past the wheel');
     if (c.heartbeatIntervalMs * 3 > c.sessionTimeoutMs)

@@ -1,4 +1,4 @@
-import { buildConfig, requireNonEmpty, requirePositiveInt } from '@sched/config';
+import { buildConfig, requireNonEmpty, requireNonNegativeInt, requirePositiveInt } from '@sched/config';
 
 export interface WorkerOptions {
   /** Unique per process: the lease owner. */
@@ -70,8 +70,7 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
-    if (!Number.isInteger(c.commitIntervalMs) || c.commitIntervalMs < 0)
-      problem('commitIntervalMs must be an integer >= 0 (0 commits after every batch)');
+    requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
     if (!['all', 'failures', 'none'].includes(c.lifecycleEvents))
       problem('lifecycleEvents must be all, failures or none');
     if (c.heartbeatEveryMs * 2 > c.leaseTtlMs)

@@ -1,0 +1,15 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@sched/config';
+import { schedulerConfig } from './config.js';
+
+describe('schedulerConfig: commitIntervalMs', () => {
+  it('defaults to 200 ms, accepts 0 (commit after every batch) and refuses a negative or fractional value', () => {
+    expect(schedulerConfig({ ownerId: 'o' }).commitIntervalMs).toBe(200);
+    expect(schedulerConfig({ ownerId: 'o', commitIntervalMs: 0 }).commitIntervalMs).toBe(0);
+    for (const bad of [-1, 0.5])
+      expect(() => schedulerConfig({ ownerId: 'o', commitIntervalMs: bad })).toThrow(
+        /commitIntervalMs must be an integer >= 0/,
+      );
+    expect(() => schedulerConfig({ ownerId: 'o', commitIntervalMs: -1 })).toThrow(ConfigError);
+  });
+});
