@@ -51,4 +51,13 @@ describe('the outbox connector file', () => {
     expect(t['producer.override.linger.ms']).toBe('1');
     expect(Number(t['heartbeat.interval.ms'])).toBeGreaterThan(0);
   });
+
+  it('batches for bursts: big producer batches, big Debezium polls, no per-record context headers', () => {
+    // With Kafka's 16 KB default producer batch and 2,048-row polls, Connect relayed a 100k burst
+    // at ~6k rows/s and was the bottleneck (README of deploy/local).
+    expect(Number(t['producer.override.batch.size'])).toBeGreaterThanOrEqual(262_144);
+    expect(Number(t['max.batch.size'])).toBeGreaterThanOrEqual(8_192);
+    expect(Number(t['max.queue.size'])).toBeGreaterThan(Number(t['max.batch.size']));
+    expect(t['extended.headers.enabled']).toBe('false');
+  });
 });
