@@ -8,7 +8,7 @@ import { fromEnv } from '@sched/config';
 import { Contracts } from '@sched/contracts';
 import { kafkajsPort } from '@sched/kafka';
 import { createLogger } from '@sched/logging';
-import { serveMetrics } from '@sched/metrics';
+import { serveMetrics, watchEventLoop } from '@sched/metrics';
 import {
   avroSchedulerCodec,
   createSchedulerMetrics,
@@ -53,6 +53,10 @@ async function main(): Promise<void> {
     newIndex: wheelIndexFactory(),
   });
   const { server, port } = await serveMetrics(metrics.registry, metricsPort);
+  const loop = watchEventLoop(metrics.registry, 'sched_event_loop_delay_max_seconds', {
+    stallMs: config.slowRoundMs,
+    onStall: (delayMs) => log.warn({ delayMs }, 'event loop stalled: timers (and claims) ran this late'),
+  });
   await scheduler.start();
   log.info({ metricsPort: port, schema, brokers }, 'scheduler started');
   // A line on stdout that tests and scripts can wait for.
@@ -64,6 +68,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal }, 'stopping');
     await scheduler.stop();
+    loop.stop();
     names.close();
     server.close();
     await pool.end();

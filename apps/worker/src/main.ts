@@ -10,7 +10,7 @@ import { fromEnv } from '@sched/config';
 import { Contracts } from '@sched/contracts';
 import { kafkajsPort } from '@sched/kafka';
 import { createLogger, type Logger } from '@sched/logging';
-import { serveMetrics } from '@sched/metrics';
+import { serveMetrics, watchEventLoop } from '@sched/metrics';
 import { createPool } from '@sched/store';
 import {
   avroWorkerCodec,
@@ -77,6 +77,11 @@ async function main(): Promise<void> {
     throw new Error(`${handlersPath} must export register(worker, deps)`);
   await mod.register(worker, { pool, log, env });
   const { server, port } = await serveMetrics(metrics.registry, metricsPort);
+  // A handler that blocks the loop delays every other job of this process: say so.
+  const loop = watchEventLoop(metrics.registry, 'sched_worker_event_loop_delay_max_seconds', {
+    stallMs: 200,
+    onStall: (delayMs) => log.warn({ delayMs }, 'event loop stalled: a handler or GC blocked every job here'),
+  });
   await worker.start();
   log.info({ metricsPort: port, handlers: handlersPath }, 'worker started');
   process.stdout.write(`WORKER_READY ${JSON.stringify({ ownerId: config.workerId, metricsPort: port })}\n`);
@@ -87,6 +92,7 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal }, 'stopping');
     await worker.stop();
+    loop.stop();
     server.close();
     await pool.end();
     process.exit(0);

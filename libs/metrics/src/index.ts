@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import client from 'prom-client';
 
 export type { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -68,4 +69,45 @@ export async function serveMetrics(
   });
   const addr = server.address();
   return { server, port: typeof addr === 'object' && addr ? addr.port : port };
+}
+
+/**
+ * Watches the event loop: every `everyMs` it reads the longest delay seen since the last look
+ * (perf_hooks' delay histogram) and calls `onStall(ms)` when it exceeded `stallMs`. The gauge `name`
+ * reports the longest delay since the previous scrape, so a stall between two scrapes is not lost.
+ * A timer firing late because the loop was busy (a long synchronous task, a GC pause) shows here.
+ */
+export function watchEventLoop(
+  registry: client.Registry,
+  name: string,
+  opts: { stallMs: number; everyMs?: number; onStall: (delayMs: number) => void },
+): { stop(): void } {
+  const h = monitorEventLoopDelay({ resolution: 10 });
+  h.enable();
+  let sinceScrapeMs = 0;
+  const look = () => {
+    // The histogram's max is in nanoseconds and includes the sampling resolution.
+    const ms = h.count > 0 ? h.max / 1e6 : 0;
+    h.reset();
+    sinceScrapeMs = Math.max(sinceScrapeMs, ms);
+    if (ms > opts.stallMs) opts.onStall(Math.round(ms));
+  };
+  const timer = setInterval(look, opts.everyMs ?? 1_000);
+  timer.unref();
+  new client.Gauge({
+    name,
+    help: 'longest event-loop delay since the previous scrape, seconds',
+    registers: [registry],
+    collect() {
+      look();
+      this.set(sinceScrapeMs / 1000);
+      sinceScrapeMs = 0;
+    },
+  });
+  return {
+    stop() {
+      clearInterval(timer);
+      h.disable();
+    },
+  };
 }

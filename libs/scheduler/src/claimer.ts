@@ -31,6 +31,15 @@ export interface RoundOutcome {
   outcomes: Map<number, ClaimOutcome>;
   /** Partitions whose epoch moved on: the caller releases them; nothing of theirs was written. */
   fenced: PartitionRuntime[];
+  /** Where the round's time went, ms: a pool connection + BEGIN, the claim, the outbox insert, COMMIT. */
+  phasesMs: RoundPhases;
+}
+
+export interface RoundPhases {
+  connect: number;
+  claim: number;
+  outbox: number;
+  commit: number;
 }
 
 /**
@@ -63,7 +72,12 @@ export class Claimer {
    * is fenced per row too.
    */
   async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
-    return inTransaction(this.pool, async (client) => {
+    const t0 = performance.now();
+    let tWork = t0;
+    let tClaim = t0;
+    let tOutbox = t0;
+    const out = await inTransaction(this.pool, async (client) => {
+      tWork = performance.now();
       const { nowMs, current, claimed } = await jobClaimDueAcross(
         client,
         groups.map((g) => ({ partition: g.rt.partition, epoch: g.rt.epoch })),
@@ -78,7 +92,9 @@ export class Claimer {
         partition: j.partition,
         epoch: j.epoch,
       }));
+      tClaim = performance.now();
       const inserted = await outboxInsertAcross(client, rows);
+      tOutbox = performance.now();
       if (inserted !== rows.length) {
         this.metrics.fencedWrites.inc({ statement: 'outbox_insert' });
         throw new FencedError(live[0]?.rt.partition ?? -1, live[0]?.rt.epoch ?? -1, 'outbox_insert');
@@ -96,6 +112,14 @@ export class Claimer {
       this.observe(claimed, 'wheel');
       return { outcomes, fenced };
     });
+    const tEnd = performance.now();
+    const phasesMs = {
+      connect: tWork - t0,
+      claim: tClaim - tWork,
+      outbox: tOutbox - tClaim,
+      commit: tEnd - tOutbox,
+    };
+    return { ...out, phasesMs };
   }
 
   /**

@@ -62,6 +62,11 @@ export interface SchedulerOptions {
   catchUpRatePerSec: number;
   /** Run the dispatch observer (outbox publication lag metric). */
   observeDispatch: boolean;
+  /**
+   * A firing round whose oldest job is claimed later than this after its due time is logged with
+   * where the time went; an event-loop stall longer than this is logged too.
+   */
+  slowRoundMs: number;
   /** Test hook: SIGKILL between generating a schedule occurrence and committing (never in production). */
   testCrashAfterGenerate: boolean;
 }
@@ -99,6 +104,7 @@ export const schedulerDefaults: SchedulerOptions = {
   catchUpRatePerSec: 5_000,
   testCrashAfterGenerate: false,
   observeDispatch: true,
+  slowRoundMs: 200,
 };
 
 export type SchedulerConfig = Readonly<SchedulerOptions>;
@@ -123,6 +129,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       'misfireThresholdMs',
       'generateEveryMs',
       'catchUpRatePerSec',
+      'slowRoundMs',
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
@@ -160,4 +167,5 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   catchUpRatePerSec: { env: 'SCHED_CATCH_UP_RATE_PER_SEC', kind: 'int' },
   testCrashAfterGenerate: { env: 'SCHED_TEST_CRASH_AFTER_GENERATE', kind: 'bool' },
   observeDispatch: { env: 'SCHED_OBSERVE_DISPATCH', kind: 'bool' },
+  slowRoundMs: { env: 'SCHED_SLOW_ROUND_MS', kind: 'int' },
 };

@@ -1,6 +1,6 @@
 import type { Logger } from '@sched/logging';
 import { FencedError } from '@sched/store';
-import type { ClaimGroup, Claimer } from './claimer.js';
+import type { ClaimGroup, Claimer, RoundPhases } from './claimer.js';
 import type { SchedulerConfig } from './config.js';
 import type { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
@@ -108,6 +108,9 @@ export class FiringDriver {
 
   /** One firing round: schedule entries run the generator; job entries are claimed together. */
   private async round(groups: ClaimGroup[]): Promise<void> {
+    const collectedAt = Date.now();
+    let oldestDueMs = Infinity;
+    for (const g of groups) for (const e of g.entries) if (e.dueMs < oldestDueMs) oldestDueMs = e.dueMs;
     const jobs: ClaimGroup[] = [];
     for (const g of groups) {
       const schedules = g.entries.filter((e) => e.jobId.startsWith(SCHEDULE_ENTRY_PREFIX));
@@ -127,8 +130,10 @@ export class FiringDriver {
       if (due.length > 0 && !g.rt.closed) jobs.push({ rt: g.rt, entries: due });
     }
     if (jobs.length === 0) return;
+    const claimStart = Date.now();
     try {
-      const { outcomes, fenced } = await this.d.claimer.claimRound(jobs);
+      const { outcomes, fenced, phasesMs } = await this.d.claimer.claimRound(jobs);
+      this.timeRound(jobs, { oldestDueMs, collectedAt, claimStart, phasesMs });
       for (const rt of fenced) this.d.release(rt.partition, 'fenced');
       for (const g of jobs) {
         const out = outcomes.get(g.rt.partition);
@@ -145,5 +150,37 @@ export class FiringDriver {
           for (const e of g.entries) g.rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
       throw err;
     }
+  }
+
+  /**
+   * Records the round's duration, and explains a late one: when the oldest entry's due time is more
+   * than `slowRoundMs` behind the commit, one warning says where the time went (waiting to be
+   * collected: a late timer, a busy event loop or both round slots taken; schedule generation; a
+   * pool connection; each statement; COMMIT).
+   */
+  private timeRound(
+    jobs: ClaimGroup[],
+    t: { oldestDueMs: number; collectedAt: number; claimStart: number; phasesMs: RoundPhases },
+  ): void {
+    const end = Date.now();
+    this.d.metrics.claimRound.observe((end - t.claimStart) / 1000);
+    const lateMs = end - t.oldestDueMs;
+    if (!(lateMs > this.d.config.slowRoundMs)) return;
+    this.d.metrics.slowRounds.inc();
+    const r = (ms: number) => Math.round(ms * 10) / 10;
+    this.d.log.warn(
+      {
+        lateMs,
+        waitedForCollectMs: t.collectedAt - t.oldestDueMs,
+        generationMs: t.claimStart - t.collectedAt,
+        connectMs: r(t.phasesMs.connect),
+        claimMs: r(t.phasesMs.claim),
+        outboxMs: r(t.phasesMs.outbox),
+        commitMs: r(t.phasesMs.commit),
+        jobs: jobs.reduce((n, g) => n + g.entries.length, 0),
+        partitions: jobs.length,
+      },
+      'slow claim round: the oldest job in it was claimed late',
+    );
   }
 }

@@ -82,6 +82,16 @@ export function createSchedulerMetrics(ownerId: string) {
     ),
     dlqSize: gauge(registry, 'sched_dlq_size', 'dead letters not yet replayed'),
     outboxPruned: counter(registry, 'sched_outbox_pruned_total', 'outbox rows pruned'),
+    claimRound: histogram(
+      registry,
+      'sched_claim_round_seconds',
+      'one firing round: pool connection, claim, outbox insert and commit, seconds',
+    ),
+    slowRounds: counter(
+      registry,
+      'sched_slow_claim_rounds_total',
+      'firing rounds whose oldest job was claimed more than slowRoundMs after its due time (each logged)',
+    ),
   };
 }
 

@@ -310,6 +310,11 @@ class OursSession implements SystemSession {
     const dueArr = log.due;
     return {
       'due→claim (db time)': log.hop(dueArr, log.claim, include),
+      // The scheduler issue's figure, due → dispatch record on Kafka, bracketed: the record's own
+      // timestamp (the EventRouter copies Debezium's event time, when the connector processed the
+      // change, just before it is produced) and its arrival at the bench's consumer (after a fetch).
+      'due→debezium event (kafka record ts)': log.hop(dueArr, log.kafkaTs, include),
+      'due→kafka arrival at bench consumer': log.hop(dueArr, log.kafkaSeen, include),
       'claim→debezium event (kafka record ts)': log.hop(log.claim, log.kafkaTs, include),
       'claim→kafka arrival at bench consumer': log.hop(log.claim, log.kafkaSeen, include),
       'kafka arrival at bench→worker handler start': log.hop(log.kafkaSeen, log.first, include),

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import type { Logger } from '@sched/logging';
+import type { Claimer, ClaimGroup, RoundOutcome } from './claimer.js';
+import { schedulerConfig } from './config.js';
+import type { DueIndex } from './due-index.js';
+import { FiringDriver } from './firing-driver.js';
+import { PartitionRuntime } from './partition-runtime.js';
+import type { ScheduleGenerator } from './schedule-generator.js';
+import { createSchedulerMetrics } from './scheduler-metrics.js';
+
+/** A sorted-array index: enough for a unit test of the driver. */
+function arrayIndex(): DueIndex {
+  const e: { jobId: string; dueMs: number }[] = [];
+  return {
+    get size() {
+      return e.length;
+    },
+    upsert(jobId, dueMs) {
+      this.remove(jobId);
+      e.push({ jobId, dueMs });
+      e.sort((a, b) => a.dueMs - b.dueMs);
+    },
+    remove(jobId) {
+      const i = e.findIndex((x) => x.jobId === jobId);
+      if (i >= 0) e.splice(i, 1);
+      return i >= 0;
+    },
+    nextDueMs: () => e[0]?.dueMs ?? Infinity,
+    advance(nowMs, max) {
+      let n = 0;
+      while (n < e.length && n < max && e[n]!.dueMs <= nowMs) n++;
+      return e.splice(0, n);
+    },
+  };
+}
+
+/** A claimer whose transaction takes `ms` in its claim statement. */
+function slowClaimer(ms: number, seen: ClaimGroup[][]): Claimer {
+  return {
+    async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
+      seen.push(groups);
+      await new Promise((r) => setTimeout(r, ms));
+      const outcomes = new Map(groups.map((g) => [g.rt.partition, { claimed: [], notYetDue: [] }]));
+      return { outcomes, fenced: [], phasesMs: { connect: 0.5, claim: ms, outbox: 0.2, commit: 0.3 } };
+    },
+  } as unknown as Claimer;
+}
+
+function recordingLog(warnings: { obj: Record<string, unknown>; msg: string }[]): Logger {
+  const log = {
+    warn: (obj: Record<string, unknown>, msg: string) => warnings.push({ obj, msg }),
+    error: () => undefined,
+    info: () => undefined,
+    debug: () => undefined,
+    child: () => log,
+  };
+  return log as unknown as Logger;
+}
+
+async function runOnce(claimMs: number, slowRoundMs: number) {
+  const rt = new PartitionRuntime(0, 1, -1, arrayIndex());
+  rt.index.upsert('job-1', Date.now() - 5);
+  const warnings: { obj: Record<string, unknown>; msg: string }[] = [];
+  const seen: ClaimGroup[][] = [];
+  const metrics = createSchedulerMetrics('test');
+  const driver = new FiringDriver({
+    config: schedulerConfig({ slowRoundMs }),
+    claimer: slowClaimer(claimMs, seen),
+    generator: {} as ScheduleGenerator,
+    metrics,
+    log: recordingLog(warnings),
+    runtimes: () => [rt],
+    release: () => undefined,
+    applyGeneration: () => undefined,
+  });
+  driver.fireDue();
+  await new Promise((r) => setTimeout(r, claimMs + 100));
+  driver.stop();
+  const slow = await metrics.registry.getSingleMetricAsString('sched_slow_claim_rounds_total');
+  return { warnings, seen, slowCount: Number(/ (\d+)$/m.exec(slow)![1]) };
+}
+
+describe('FiringDriver slow-round report', () => {
+  it('logs where a late round spent its time and counts it', async () => {
+    const { warnings, seen, slowCount } = await runOnce(250, 100);
+    expect(seen).toHaveLength(1);
+    expect(slowCount).toBe(1);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.msg).toMatch(/slow claim round/);
+    expect(warnings[0]!.obj).toMatchObject({ claimMs: 250, connectMs: 0.5, jobs: 1, partitions: 1 });
+    expect(warnings[0]!.obj.lateMs as number).toBeGreaterThan(100);
+  });
+
+  it('says nothing about an on-time round', async () => {
+    const { warnings, seen, slowCount } = await runOnce(1, 5_000);
+    expect(seen).toHaveLength(1);
+    expect(slowCount).toBe(0);
+    expect(warnings).toEqual([]);
+  });
+});
