@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isStartsMessage } from './workers/report-starts.js';
 
@@ -62,9 +64,16 @@ export async function startChild(opts: {
   });
   trackStarted(child);
   let out = '';
+  // E2E_LOG_DIR=<dir>: every started process's whole output (warnings: slow claim rounds, stalls)
+  // also goes to <dir>/<name>-<pid>.log.
+  const logDir = process.env.E2E_LOG_DIR;
+  if (logDir) mkdirSync(logDir, { recursive: true });
+  const file = logDir ? createWriteStream(join(logDir, `${opts.name}-${child.pid}.log`)) : null;
   const keep = (b: Buffer) => {
     out = (out + b.toString()).slice(-16_384);
+    file?.write(b);
   };
+  child.on('exit', () => file?.end());
   child.stderr!.on('data', keep);
   child.on('message', (m) => {
     if (isStartsMessage(m)) opts.onStarts(m.d);
