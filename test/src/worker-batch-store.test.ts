@@ -86,4 +86,53 @@ describe('store: batched lease starts and completions against real Postgres', ()
     const twice = await jobSucceedMany(db.pool, [{ lease: leases[1]! }]);
     expect(twice.size).toBe(0);
   });
+
+  it('completes attempts with HOT updates: the attempt row is updated on its own page', async () => {
+    const own = await partitionClaim(db.pool, 1, 'sched');
+    const ids = Array.from({ length: 200 }, (_, i) => `hot-${i}`);
+    const client = await db.pool.connect();
+    try {
+      // This backend's own counters (which may still hold earlier transactions' unflushed counts).
+      const counts = async () =>
+        (
+          await client.query<{ upd: number; hot: number }>(
+            `SELECT pg_stat_get_xact_tuples_updated('attempt'::regclass)::int AS upd,
+                    pg_stat_get_xact_tuples_hot_updated('attempt'::regclass)::int AS hot`,
+          )
+        ).rows[0]!;
+      await client.query('BEGIN');
+      const before = await counts();
+      await jobCreateBatch(
+        client,
+        1,
+        own.epoch,
+        ids.map((id) => job(id, Date.now() - 5)),
+      );
+      const claimed = await jobClaimDue(client, 1, own.epoch, ids, 60_000);
+      const granted = await leaseAcquireMany(
+        client,
+        'w-hot',
+        30_000,
+        claimed.map((j) => ({
+          jobId: j.jobId,
+          version: j.version,
+          attempt: j.attempt,
+          attemptId: randomUUID(),
+        })),
+      );
+      expect(granted.size).toBe(200);
+      const accepted = await jobSucceedMany(
+        client,
+        [...granted.values()].map((lease) => ({ lease })),
+      );
+      expect(accepted.size).toBe(200);
+      const after = await counts();
+      expect(after.upd - before.upd).toBe(200);
+      // fillfactor 45 leaves room for each page's own completions (without it: 0 or a few).
+      expect(after.hot - before.hot).toBeGreaterThanOrEqual(190);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  });
 });

@@ -351,10 +351,13 @@ export async function jobSucceedMany(
        UPDATE attempt a SET ended_at = now(), outcome = 'SUCCEEDED'
        FROM done d WHERE a.attempt_id = d.attempt_id),
      refused AS (
+       -- Looked up by key from the (usually empty) list of refused reports, so no plan can scan
+       -- the attempt table to find them.
        UPDATE attempt a SET ended_at = now(), outcome = 'LEASE_LOST',
                             error = 'completion SUCCEEDED refused: lease no longer held'
-       FROM rep WHERE a.attempt_id = rep.attempt_id AND a.ended_at IS NULL
-         AND rep.attempt_id NOT IN (SELECT attempt_id FROM done)),
+       WHERE a.attempt_id = ANY(ARRAY(SELECT attempt_id FROM rep
+                                      WHERE attempt_id NOT IN (SELECT attempt_id FROM done)))
+         AND a.ended_at IS NULL),
      ev AS (
        INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
        SELECT event_id, 'events', job_id, 'JobEvent', event_payload, job_id, event_version, event_attempt,
