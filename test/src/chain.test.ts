@@ -43,4 +43,40 @@ describe('chain: CreateJob → Postgres + outbox → Debezium → dispatch topic
     const states = await s.jobStates();
     expect([...states.values()].every((st) => st === 'DISPATCHED')).toBe(true);
   });
+
+  it('dispatches a job that is already due with its create: one transaction, never early', async () => {
+    // Due in the past and due now: dispatched by the create (same transaction, so dispatched_at
+    // equals created_at). Due later: left to the wheel and claimed by a firing round.
+    const past = `chain-now-past-${Date.now()}`;
+    const now = `chain-now-${Date.now()}`;
+    const later = `chain-later-${Date.now()}`;
+    const before = s.collector.seen.length;
+    await s.producer.send([
+      createJob(past, s.queue, Date.now() - 60_000),
+      createJob(now, s.queue, Date.now()),
+      createJob(later, s.queue, Date.now() + 1_500),
+    ]);
+    await s.collector.waitFor(
+      () => [past, now, later].every((id) => s.collector.seen.some((d) => d.record.jobId === id)),
+      60_000,
+      'three dispatch records',
+    );
+    const mine = s.collector.seen.slice(before).filter((d) => [past, now, later].includes(d.record.jobId));
+    expect(mine).toHaveLength(3);
+    for (const d of mine) {
+      expect(d.record.claimedAtMs).toBeGreaterThanOrEqual(d.record.dueAtMs);
+      expect(d.record.attempt).toBe(1);
+    }
+    const { rows } = await s.db.pool.query<{ job_id: string; with_create: boolean; state: string }>(
+      `SELECT job_id, dispatched_at = created_at AS with_create, state FROM job WHERE job_id = ANY($1::text[])`,
+      [[past, now, later]],
+    );
+    const byId = new Map(rows.map((r) => [r.job_id, r]));
+    expect(byId.get(past)).toMatchObject({ with_create: true, state: 'DISPATCHED' });
+    expect(byId.get(later)).toMatchObject({ with_create: false, state: 'DISPATCHED' });
+    // "Now" from the test's clock: due by database time when applied, so dispatched by its create.
+    expect(byId.get(now)).toMatchObject({ with_create: true, state: 'DISPATCHED' });
+    const sched = s.schedulers[0]!;
+    expect(await sched.metric('sched_jobs_claimed_total', { source: 'create' })).toBeGreaterThanOrEqual(2);
+  });
 });

@@ -51,6 +51,46 @@ export function idempotencyKeyOf(j: Pick<ClaimedJob, 'jobId' | 'businessKey'>): 
   return j.businessKey ?? j.jobId;
 }
 
+/** The outbox row of one claimed job: its Dispatch record, routed to `sched.dispatch.<queue>`. */
+export function dispatchOutboxRow(
+  codec: SchedulerCodec,
+  j: ClaimedJob,
+  partition: number,
+  epoch: number,
+): OutboxRow {
+  const eventId = randomUUID();
+  return {
+    id: eventId,
+    aggregateType: `dispatch.${j.queue}`,
+    aggregateId: j.jobId,
+    type: 'Dispatch',
+    payload: codec.encodeDispatch({
+      eventId,
+      jobId: j.jobId,
+      tenantId: j.tenantId,
+      queue: j.queue,
+      version: j.version,
+      attempt: j.attempt,
+      epoch,
+      partition,
+      dueAtMs: j.dueAtMs,
+      claimedAtMs: j.claimedAtMs,
+      payload: j.payload,
+      priority: j.priority,
+      businessKey: j.businessKey,
+      idempotencyKey: idempotencyKeyOf(j),
+      executionTimeoutMs: j.executionTimeoutMs,
+      scheduleId: j.scheduleId,
+      occurrenceAtMs: j.occurrenceAtMs,
+      headers: j.headers,
+    }),
+    jobId: j.jobId,
+    version: j.version,
+    attempt: j.attempt,
+    tenantId: j.tenantId,
+  };
+}
+
 /**
  * Claim + outbox in one short, fenced transaction: no Kafka call inside it (Debezium publishes
  * after commit). One extra statement reads database time and checks the epoch, so a refused
@@ -88,7 +128,7 @@ export class Claimer {
       const fenced = groups.filter((g) => !current.has(g.rt.partition)).map((g) => g.rt);
       for (let i = 0; i < fenced.length; i++) this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
       const rows = claimed.map((j) => ({
-        ...this.dispatchRow(j, j.partition, j.epoch),
+        ...dispatchOutboxRow(this.codec, j, j.partition, j.epoch),
         partition: j.partition,
         epoch: j.epoch,
       }));
@@ -154,7 +194,7 @@ export class Claimer {
     claimed: ClaimedJob[],
   ): Promise<void> {
     if (claimed.length === 0) return;
-    const rows: OutboxRow[] = claimed.map((j) => this.dispatchRow(j, rt.partition, rt.epoch));
+    const rows: OutboxRow[] = claimed.map((j) => dispatchOutboxRow(this.codec, j, rt.partition, rt.epoch));
     const inserted = await outboxInsert(client, rt.partition, rt.epoch, rows);
     if (inserted !== rows.length) {
       this.metrics.fencedWrites.inc({ statement: 'outbox_insert' });
@@ -162,42 +202,8 @@ export class Claimer {
     }
   }
 
-  /** The outbox row of one claimed job: its Dispatch record, routed to `sched.dispatch.<queue>`. */
-  private dispatchRow(j: ClaimedJob, partition: number, epoch: number): OutboxRow {
-    const eventId = randomUUID();
-    return {
-      id: eventId,
-      aggregateType: `dispatch.${j.queue}`,
-      aggregateId: j.jobId,
-      type: 'Dispatch',
-      payload: this.codec.encodeDispatch({
-        eventId,
-        jobId: j.jobId,
-        tenantId: j.tenantId,
-        queue: j.queue,
-        version: j.version,
-        attempt: j.attempt,
-        epoch,
-        partition,
-        dueAtMs: j.dueAtMs,
-        claimedAtMs: j.claimedAtMs,
-        payload: j.payload,
-        priority: j.priority,
-        businessKey: j.businessKey,
-        idempotencyKey: idempotencyKeyOf(j),
-        executionTimeoutMs: j.executionTimeoutMs,
-        scheduleId: j.scheduleId,
-        occurrenceAtMs: j.occurrenceAtMs,
-        headers: j.headers,
-      }),
-      jobId: j.jobId,
-      version: j.version,
-      attempt: j.attempt,
-      tenantId: j.tenantId,
-    };
-  }
-
-  private observe(claimed: ClaimedJob[], source: string): void {
+  /** Claim metrics: batch size, count by source, and due → claim lag of each job. */
+  observe(claimed: readonly ClaimedJob[], source: string): void {
     if (claimed.length === 0) return;
     this.metrics.claimBatch.observe(claimed.length);
     this.metrics.claimed.inc({ source }, claimed.length);

@@ -7,12 +7,13 @@ import {
   commandMarkApplied,
   inTransaction,
   jobCancel,
-  jobCreateBatch,
+  jobCreateDispatching,
   jobReschedule,
   outboxInsert,
   partitionAdvanceOffset,
   scheduleSetState,
   scheduleUpsert,
+  type ClaimedJob,
   type NewJob,
   type OutboxRow,
   type VersionedJob,
@@ -37,6 +38,7 @@ import {
   type ValidationLimits,
 } from './command-validation.js';
 import type { PartitionRuntime } from './partition-runtime.js';
+import { dispatchOutboxRow } from './claimer.js';
 import { scheduleEntryId, type ScheduleGenerator } from './schedule-generator.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
@@ -59,6 +61,13 @@ export interface ApplierDeps {
   generator: ScheduleGenerator;
   /** Write CANCELLED / RESCHEDULED events to sched.events (through the outbox, same transaction). */
   lifecycleEvents: boolean;
+  /**
+   * A created job already due is dispatched by the create itself (inserted DISPATCHED with this
+   * dispatch lease, its outbox row in the same transaction); null: every job waits for a firing round.
+   */
+  dispatchOnCreateLeaseMs: number | null;
+  /** Called with the jobs dispatched by their create (claim metrics). */
+  onDispatched(jobs: readonly ClaimedJob[]): void;
 }
 
 /**
@@ -101,7 +110,7 @@ export class CommandApplier {
     // never lost). Publishing after the commit would lose them, as a retry skips applied offsets.
     if (rejected.length > 0) await this.publishRejected(rejected);
 
-    const effects = await inTransaction(this.d.pool, async (client) => {
+    const { effects, dispatched } = await inTransaction(this.d.pool, async (client) => {
       // Row-locks the ownership row for the whole transaction and checks the epoch.
       await partitionAdvanceOffset(client, rt.partition, rt.epoch, lastOffset);
       // CreateJob is idempotent by job id (a second create of the same id is a no-op), so only
@@ -130,6 +139,7 @@ export class CommandApplier {
       return this.applyRuns(client, rt, fresh);
     });
     rt.appliedOffset = lastOffset;
+    this.d.onDispatched(dispatched);
 
     // Index updates after commit: the index only ever mirrors committed state.
     for (const e of effects) {
@@ -142,11 +152,12 @@ export class CommandApplier {
   /** Applies consecutive runs of the same command type as one statement each, keeping order. */
   private async applyRuns(client: pg.ClientBase, rt: PartitionRuntime, cmds: SchedulerCommand[]) {
     const effects: { jobId: string; dueMs: number | null }[] = [];
-    const events: OutboxRow[] = [];
+    const outbox: OutboxRow[] = [];
+    const dispatchedNow: ClaimedJob[] = [];
     const event = (type: 'CANCELLED' | 'RESCHEDULED', j: VersionedJob, detail: string | null) => {
       if (!this.d.lifecycleEvents) return;
       const eventId = randomUUID();
-      events.push({
+      outbox.push({
         id: eventId,
         aggregateType: 'events',
         aggregateId: j.jobId,
@@ -184,10 +195,22 @@ export class CommandApplier {
             seen.add(c.jobId);
             jobs.push(toNewJob(c));
           }
-          const created = await jobCreateBatch(client, rt.partition, rt.epoch, jobs);
+          const { created, dispatched } = await jobCreateDispatching(
+            client,
+            rt.partition,
+            rt.epoch,
+            jobs,
+            this.d.dispatchOnCreateLeaseMs,
+          );
+          // Already due: dispatched by the create, never in the index.
+          const gone = new Set(dispatched.map((d) => d.jobId));
           for (const job of jobs) {
-            if (created.has(job.jobId)) effects.push({ jobId: job.jobId, dueMs: job.dueAtMs });
+            if (created.has(job.jobId) && !gone.has(job.jobId))
+              effects.push({ jobId: job.jobId, dueMs: job.dueAtMs });
           }
+          // Their outbox rows go with the events' in one insert at the end of this transaction.
+          for (const d of dispatched) outbox.push(dispatchOutboxRow(this.d.codec, d, rt.partition, rt.epoch));
+          dispatchedNow.push(...dispatched);
           this.d.metrics.commandsApplied.inc({ type: kind }, created.size);
           this.d.metrics.commandsNoop.inc({ type: kind }, run.length - created.size);
           break;
@@ -325,8 +348,9 @@ export class CommandApplier {
           break;
       }
     }
-    await outboxInsert(client, rt.partition, rt.epoch, events);
-    return effects;
+    // The ownership row is locked by this transaction (partitionAdvanceOffset): the epoch holds.
+    await outboxInsert(client, rt.partition, rt.epoch, outbox);
+    return { effects, dispatched: dispatchedNow };
   }
 
   private async publishRejected(rejected: Rejected[]): Promise<void> {

@@ -92,6 +92,8 @@ export class Scheduler {
       ownerId: c.ownerId,
       generator: this.generator,
       lifecycleEvents: c.lifecycleEvents,
+      dispatchOnCreateLeaseMs: c.dispatchOnCreate ? c.dispatchLeaseMs : null,
+      onDispatched: (jobs) => this.claimer.observe(jobs, 'create'),
     });
     this.consumer = this.d.kafka.groupConsumer(
       {

@@ -5,7 +5,13 @@ export type { PoolOptions } from './pool.js';
 export { FencedError } from './fencing.js';
 export { partitionClaim, partitionAdvanceOffset, partitionOwnerList } from './partition-store.js';
 export type { PartitionOwnership, OwnerRow } from './partition-store.js';
-export { commandMarkApplied, jobCreateBatch, jobCancel, jobReschedule } from './job-apply.js';
+export {
+  commandMarkApplied,
+  jobCreateBatch,
+  jobCreateDispatching,
+  jobCancel,
+  jobReschedule,
+} from './job-apply.js';
 export type { NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
 export {
   jobClaimDue,

@@ -1,5 +1,9 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
+import { MS, MS_OF } from './sql-ms.js';
+import { toClaimed, type ClaimedJob, type ClaimRow } from './job-claim.js';
+
+type CreatedRow = ClaimRow & { dispatched: boolean };
 
 /** A job as a CreateJob command asks for it, validated by the scheduler. */
 export interface NewJob {
@@ -18,11 +22,6 @@ export interface NewJob {
   scheduleId?: string | null;
   occurrenceAtMs?: number | null;
 }
-
-// Timestamps cross the boundary as integer ms and are converted exactly (no float seconds).
-const MS = (expr: string) => `('epoch'::timestamptz + (${expr}) * interval '1 millisecond')`;
-// Whole ms, floored: due_at is stored in whole ms, so floor(now) >= due_at still holds when due.
-export const MS_OF = (col: string) => `floor(extract(epoch FROM ${col}) * 1000)::float8`;
 
 /**
  * command_mark_applied: records command ids for idempotent apply, fenced.
@@ -57,20 +56,47 @@ export async function jobCreateBatch(
   epoch: number,
   jobs: NewJob[],
 ): Promise<Set<string>> {
-  if (jobs.length === 0) return new Set();
-  const { rows } = await client.query<{ job_id: string }>({
+  return (await jobCreateDispatching(client, partition, epoch, jobs, null)).created;
+}
+
+/**
+ * job_create_batch, dispatching what is due: like `jobCreateBatch`, but a job already due in
+ * database time (`due_at <= now()`, so never early) is inserted DISPATCHED (attempt 1, claimed by
+ * this epoch, dispatch lease `dispatchLeaseMs`) instead of SCHEDULED: the claim a firing round
+ * would make a moment later, without a second write of the row. The caller writes its outbox row
+ * in the same transaction. `dispatchLeaseMs` null: every job is inserted SCHEDULED.
+ */
+export async function jobCreateDispatching(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  jobs: NewJob[],
+  dispatchLeaseMs: number | null,
+): Promise<{ created: Set<string>; dispatched: ClaimedJob[] }> {
+  if (jobs.length === 0) return { created: new Set(), dispatched: [] };
+  const { rows } = await client.query<CreatedRow>({
     name: 'job_create_batch',
     text: `WITH ${FENCE_CTE}
      INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, priority, payload, business_key,
-                      max_attempts, retry_policy, expires_at, execution_timeout_ms, headers, schedule_id, occurrence_at)
-     SELECT c.job_id, $1, c.tenant_id, c.queue, 'SCHEDULED', ${MS('c.due_ms')}, c.priority, c.payload, c.business_key,
-            c.max_attempts, c.retry_policy, ${MS('c.expires_ms')}, c.timeout_ms, c.headers, c.schedule_id, ${MS('c.occ_ms')}
+                      max_attempts, retry_policy, expires_at, execution_timeout_ms, headers, schedule_id, occurrence_at,
+                      attempt, dispatched_at, claim_epoch, lease_until)
+     SELECT c.job_id, $1, c.tenant_id, c.queue, CASE WHEN d.now_due THEN 'DISPATCHED' ELSE 'SCHEDULED' END,
+            ${MS('c.due_ms')}, c.priority, c.payload, c.business_key,
+            c.max_attempts, c.retry_policy, ${MS('c.expires_ms')}, c.timeout_ms, c.headers, c.schedule_id, ${MS('c.occ_ms')},
+            CASE WHEN d.now_due THEN 1 ELSE 0 END, CASE WHEN d.now_due THEN now() END,
+            CASE WHEN d.now_due THEN $2::bigint END,
+            CASE WHEN d.now_due THEN now() + $17 * interval '1 millisecond' END
      FROM fence, unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[], $9::text[],
                         $10::int[], $11::jsonb[], $12::bigint[], $13::bigint[], $14::jsonb[], $15::text[], $16::bigint[])
        AS c(job_id, tenant_id, queue, due_ms, priority, payload, business_key, max_attempts, retry_policy,
             expires_ms, timeout_ms, headers, schedule_id, occ_ms)
+     CROSS JOIN LATERAL (SELECT $17::bigint IS NOT NULL AND ${MS('c.due_ms')} <= now() AS now_due) d
      ON CONFLICT (job_id) DO NOTHING
-     RETURNING job_id`,
+     RETURNING job_id, state = 'DISPATCHED' AS dispatched, tenant_id, queue, version, attempt,
+               ${MS_OF('due_at')} AS due_ms, ${MS_OF('now()')} AS claimed_ms,
+               CASE WHEN state = 'DISPATCHED' THEN payload END AS payload, priority, business_key,
+               execution_timeout_ms, CASE WHEN state = 'DISPATCHED' THEN headers END AS headers, schedule_id,
+               ${MS_OF('occurrence_at')} AS occ_ms`,
     values: [
       partition,
       epoch,
@@ -88,9 +114,16 @@ export async function jobCreateBatch(
       jobs.map((j) => JSON.stringify(j.headers)),
       jobs.map((j) => j.scheduleId ?? null),
       jobs.map((j) => j.occurrenceAtMs ?? null),
+      dispatchLeaseMs,
     ],
   });
-  return new Set(rows.map((r) => r.job_id));
+  const created = new Set<string>();
+  const dispatched: ClaimedJob[] = [];
+  for (const r of rows) {
+    created.add(r.job_id);
+    if (r.dispatched) dispatched.push(toClaimed(r));
+  }
+  return { created, dispatched };
 }
 
 export interface VersionedJob {

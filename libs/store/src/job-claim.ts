@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
-import { MS_OF } from './job-apply.js';
+import { MS_OF } from './sql-ms.js';
 import { batchStatement } from './pool.js';
 
 /** A job just moved SCHEDULED → DISPATCHED: everything a dispatch record needs. */
@@ -28,7 +28,8 @@ const CLAIM_RETURNING = `RETURNING j.job_id, j.tenant_id, j.queue, j.version, j.
    ${MS_OF('now()')} AS claimed_ms, j.payload, j.priority, j.business_key, j.execution_timeout_ms, j.headers,
    j.schedule_id, ${MS_OF('j.occurrence_at')} AS occ_ms`;
 
-interface ClaimRow {
+/** A claimed row as the claim statements return it. */
+export interface ClaimRow {
   job_id: string;
   tenant_id: string;
   queue: string;
@@ -45,7 +46,7 @@ interface ClaimRow {
   occ_ms: number | null;
 }
 
-function toClaimed(r: ClaimRow): ClaimedJob {
+export function toClaimed(r: ClaimRow): ClaimedJob {
   return {
     jobId: r.job_id,
     tenantId: r.tenant_id,

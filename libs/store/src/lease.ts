@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { MS_OF } from './job-apply.js';
+import { MS_OF } from './sql-ms.js';
 import { batchStatement } from './pool.js';
 
 /** What a worker holds while it runs an attempt: the fencing token is (owner, generation). */

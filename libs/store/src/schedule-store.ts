@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
-import { MS_OF } from './job-apply.js';
+import { MS_OF } from './sql-ms.js';
 
 export type MisfirePolicy = 'FIRE_ONCE' | 'FIRE_ALL' | 'SKIP';
 export type OverlapPolicy = 'ALLOW' | 'SKIP' | 'BUFFER_ONE' | 'CANCEL_PREVIOUS';
