@@ -13,7 +13,10 @@ export interface WorkerOptions {
   heartbeatEveryMs: number;
   /** Default ceiling on one execution, distinct from the lease (a job may override). */
   executionTimeoutMs: number;
-  /** Concurrent executions per partition batch. */
+  /**
+   * Executions in flight in this process, across partitions and queues. A fetched batch is done
+   * once its starts are durable, so long jobs hold slots, not partitions.
+   */
   concurrency: number;
   /** Most lease starts (and, separately, successful completions) written in one database statement. */
   dbBatchMax: number;
@@ -44,7 +47,7 @@ export const workerDefaults: WorkerOptions = {
   leaseTtlMs: 30_000,
   heartbeatEveryMs: 10_000,
   executionTimeoutMs: 15 * 60_000,
-  concurrency: 32,
+  concurrency: 256,
   dbBatchMax: 500,
   dedupeCapacity: 100_000,
   poisonAfterReplays: 3,

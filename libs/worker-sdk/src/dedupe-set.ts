@@ -27,6 +27,15 @@ export class DedupeSet {
     return true;
   }
 
+  /**
+   * Forgets `id` (its start failed, so a redelivery must be tried). Its ring slot stays until it
+   * is overwritten; if the id comes back meanwhile it may be forgotten early: a wasted round trip,
+   * never a missed job.
+   */
+  forget(id: string): void {
+    this.seen.delete(id);
+  }
+
   get size(): number {
     return this.seen.size;
   }

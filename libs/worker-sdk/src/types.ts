@@ -46,7 +46,10 @@ export interface JobContext {
 export type Handler = (job: Job, ctx: JobContext) => Promise<void>;
 
 export interface HandlerOptions {
-  /** Concurrent executions per partition batch. Default: the worker's `concurrency`. */
+  /**
+   * Most executions of this queue in flight at once in this process (a downstream that takes only
+   * so many); the worker's own `concurrency` bounds all queues together. Default: no queue limit.
+   */
   concurrency?: number;
   /** Retry policy for this queue (per-job `retryPolicy` overrides it). */
   retryPolicy?: PolicyLayer;

@@ -25,6 +25,7 @@ import {
 import type { WorkerConfig } from './config.js';
 import { DedupeSet } from './dedupe-set.js';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
+import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, JobContext, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
@@ -35,6 +36,14 @@ export interface WorkerDeps {
   codec: WorkerCodec;
   metrics: WorkerMetrics;
   log: Logger;
+}
+
+interface HandlerEntry {
+  handler: Handler;
+  options: HandlerOptions;
+  policy: RetryPolicy;
+  /** The queue's own bound on executions in flight, when its handler sets `concurrency`. */
+  slots: Slots | null;
 }
 
 class LeaseLostError extends Error {
@@ -53,14 +62,13 @@ class LeaseLostError extends Error {
  * reconciler still finds the due retry.
  */
 export class Worker {
-  private readonly handlers = new Map<
-    string,
-    { handler: Handler; options: HandlerOptions; policy: RetryPolicy }
-  >();
+  private readonly handlers = new Map<string, HandlerEntry>();
   private readonly dedupe: DedupeSet;
   private consumer: GroupConsumer | null = null;
   private producer: MessageProducer | null = null;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Executions in flight in this process, across every partition and queue. */
+  private readonly slots: Slots;
   /** Lease starts of concurrent executions, one statement (one commit) per batch. */
   private readonly starts: MicroBatcher<LeaseRequest, Lease | null>;
   /** Successful completions, likewise batched. */
@@ -68,6 +76,7 @@ export class Worker {
 
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
+    this.slots = new Slots(d.config.concurrency);
     const c = d.config;
     this.starts = new MicroBatcher(
       async (reqs) => {
@@ -90,7 +99,20 @@ export class Worker {
   handle(queue: string, handler: Handler, options: HandlerOptions = {}): this {
     if (this.consumer)
       throw Object.assign(new Error('register handlers before start()'), { code: 'SCHED_E_WORKER_STARTED' });
-    this.handlers.set(queue, { handler, options, policy: resolvePolicy(options.retryPolicy) });
+    const limit = options.concurrency;
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1))
+      throw Object.assign(
+        new Error(`handler for ${queue}: concurrency must be a positive integer, got ${limit}`),
+        {
+          code: 'SCHED_E_BAD_OPTION',
+        },
+      );
+    this.handlers.set(queue, {
+      handler,
+      options,
+      policy: resolvePolicy(options.retryPolicy),
+      slots: limit === undefined ? null : new Slots(limit),
+    });
     return this;
   }
 
@@ -133,59 +155,80 @@ export class Worker {
   }
 
   /**
-   * Runs a batch with bounded concurrency. A lane moves to its next record as soon as a handler
-   * returns; the completion is written in the background (batched) and the batch resolves only
-   * when every completion is durable, so offsets never commit ahead of outcomes.
+   * Starts every record of a fetched batch as soon as an execution slot is free (the process-wide
+   * `concurrency`, and the queue's own `concurrency` when its handler sets one) and resolves once
+   * every start is decided and durable: lease granted or refused, or the record skipped. Handlers
+   * and completions go on in the background while the partition's next batch is fetched, so a
+   * long job never holds up the jobs behind it. The offset may then commit: from a durable start
+   * on, an execution that dies is recovered by the lease reaper, not by redelivery (a redelivered
+   * record would be refused at start anyway). A start that fails (database down) fails the batch,
+   * which comes again.
    */
   private async runBatch(messages: InboundMessage[]): Promise<void> {
-    const limit = this.d.config.concurrency;
-    const writes: Promise<unknown>[] = [];
-    let next = 0;
-    const lane = async () => {
-      while (next < messages.length) {
-        const m = messages[next++]!;
-        await this.runRecord(m, writes);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(limit, messages.length) }, lane));
-    await Promise.all(writes);
+    const starts: Promise<void>[] = [];
+    for (const m of messages) {
+      const accepted = await this.accept(m);
+      if (!accepted) continue;
+      const { rec, entry } = accepted;
+      await entry.slots?.acquire();
+      await this.slots.acquire();
+      let settle!: (err?: unknown) => boolean;
+      starts.push(
+        new Promise<void>((resolve, reject) => {
+          let done = false;
+          settle = (err) => {
+            if (done) return false;
+            done = true;
+            if (err === undefined) resolve();
+            else reject(err);
+            return true;
+          };
+        }),
+      );
+      const run: Promise<void> = this.execute(rec, entry, () => settle())
+        .catch((err: unknown) => {
+          if (settle(err)) {
+            // Not started: let the redelivered record through the dedupe.
+            this.dedupe.forget(rec.eventId);
+            return;
+          }
+          this.d.log.error(
+            { err, jobId: rec.jobId, attempt: rec.attempt },
+            'execution failed after its start was recorded; the lease reaper recovers the job',
+          );
+        })
+        .finally(() => {
+          this.slots.release();
+          entry.slots?.release();
+          this.inFlight.delete(run);
+        });
+      this.inFlight.add(run);
+    }
+    await Promise.all(starts);
   }
 
-  private async runRecord(m: InboundMessage, writes: Promise<unknown>[]): Promise<void> {
-    if (!m.value) return;
+  /** Decodes a record and finds its handler; null when it is skipped (undecodable, no handler, duplicate). */
+  private async accept(m: InboundMessage): Promise<{ rec: DispatchRecord; entry: HandlerEntry } | null> {
+    if (!m.value) return null;
     let rec: DispatchRecord;
     try {
       rec = await this.d.codec.decodeDispatch(m.value);
     } catch (err) {
       this.d.metrics.undecodable.inc({ topic: m.topic });
       this.d.log.error({ err, topic: m.topic, offset: m.offset }, 'undecodable dispatch record skipped');
-      return;
+      return null;
     }
     const entry = this.handlers.get(rec.queue);
-    if (!entry) return;
-    const q = { queue: rec.queue };
+    if (!entry) return null;
     if (!this.dedupe.add(rec.eventId)) {
-      this.d.metrics.duplicates.inc(q);
-      return;
+      this.d.metrics.duplicates.inc({ queue: rec.queue });
+      return null;
     }
-    const p = this.execute(rec, entry, (w) => {
-      writes.push(w);
-      this.inFlight.add(w);
-      void w.finally(() => this.inFlight.delete(w)).catch(() => undefined);
-    });
-    this.inFlight.add(p);
-    try {
-      await p;
-    } finally {
-      this.inFlight.delete(p);
-    }
+    return { rec, entry };
   }
 
-  private async execute(
-    rec: DispatchRecord,
-    entry: { handler: Handler; options: HandlerOptions; policy: RetryPolicy },
-    background: (write: Promise<void>) => void,
-  ) {
+  /** One record: lease start (then `started()`), handler, completion. */
+  private async execute(rec: DispatchRecord, entry: HandlerEntry, started: () => void) {
     const c = this.d.config;
     const q = { queue: rec.queue };
     const attemptId = randomUUID();
@@ -195,6 +238,7 @@ export class Worker {
       attempt: rec.attempt,
       attemptId,
     });
+    started();
     if (!lease) {
       // Cancelled, rescheduled, or this attempt was started already: never execute.
       this.d.metrics.refusedStart.inc(q);
@@ -264,11 +308,8 @@ export class Worker {
     }
     if (error === null && reason === null) {
       this.d.metrics.execution.observe({ ...q, outcome: 'SUCCEEDED' }, seconds);
-      background(
-        this.successes.submit({ lease, event: this.event(rec, 'SUCCEEDED', null) }).then((ok) => {
-          if (!ok) this.d.metrics.refusedCompletion.inc(q);
-        }),
-      );
+      const ok = await this.successes.submit({ lease, event: this.event(rec, 'SUCCEEDED', null) });
+      if (!ok) this.d.metrics.refusedCompletion.inc(q);
       return;
     }
     await this.fail(rec, lease, entry.policy, error, reason === 'TIMED_OUT', startedAtMs, seconds);

@@ -1,0 +1,58 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createJob, until } from './support/kafka.js';
+import { Scenario } from './support/scenario.js';
+
+const spec = (o: object) => Buffer.from(JSON.stringify(o));
+
+describe('workers: batches end at durable starts, executions are bounded per process and per queue', () => {
+  let s: Scenario | undefined;
+  afterEach(async () => {
+    await s?.close();
+    s = undefined;
+  });
+
+  it('a long job does not hold up the jobs behind it on its partition', async () => {
+    s = await Scenario.create('whol', 1);
+    await s.startScheduler();
+    await s.startWorker();
+    const t = Date.now();
+    await s.producer.send([createJob('long', s.queue, t + 300, { payload: spec({ sleepMs: 8_000 }) })]);
+    await until('the long job started', 20_000, async () => (await s!.executions('long')).length > 0);
+    // Later records of the same dispatch partitions (4 of them: ~10 of these share the long job's).
+    const shorts = Array.from({ length: 40 }, (_, i) => `short-${i}`);
+    await s.producer.send(shorts.map((id) => createJob(id, s!.queue, Date.now() + 100)));
+    await until('every short job finished', 30_000, async () => {
+      const ex = await s!.executions();
+      return shorts.every((id) => ex.some((e) => e.job_id === id && e.outcome === 'finished'));
+    });
+    // Ordering, not timing: every short job ended while the long one was still running.
+    const long = await s.executions('long');
+    expect(long.some((e) => e.outcome === 'finished')).toBe(false);
+    await until('the long job finished', 30_000, async () =>
+      (await s!.executions('long')).some((e) => e.outcome === 'finished'),
+    );
+  });
+
+  it("a queue's own concurrency bounds its executions in flight", async () => {
+    s = await Scenario.create('wqc', 2);
+    await s.startScheduler();
+    await s.startWorker({ TEST_QUEUE_CONCURRENCY: '2' });
+    const ids = Array.from({ length: 12 }, (_, i) => `qc-${i}`);
+    await s.producer.send(
+      ids.map((id) => createJob(id, s!.queue, Date.now() + 300, { payload: spec({ sleepMs: 300 }) })),
+    );
+    await until('all finished', 60_000, async () => {
+      const ex = await s!.executions();
+      return ids.every((id) => ex.some((e) => e.job_id === id && e.outcome === 'finished'));
+    });
+    // Most executions overlapping at any moment, from each one's start and finish.
+    const ex = await s.executions();
+    const spans = ids.map((id) => ({
+      from: ex.find((e) => e.job_id === id && e.outcome === 'started')!.started_ms,
+      to: ex.find((e) => e.job_id === id && e.outcome === 'finished')!.finished_ms,
+    }));
+    const most = Math.max(...spans.map((a) => spans.filter((b) => b.from <= a.from && a.from < b.to).length));
+    expect(most).toBeLessThanOrEqual(2);
+    expect(most).toBeGreaterThanOrEqual(1);
+  });
+});
