@@ -57,14 +57,15 @@ function recordingLog(warnings: { obj: Record<string, unknown>; msg: string }[])
   return log as unknown as Logger;
 }
 
-async function runOnce(claimMs: number, slowRoundMs: number) {
+async function runOnce(claimMs: number, slowRoundMs: number, jobs = 1) {
   const rt = new PartitionRuntime(0, 1, -1, arrayIndex());
-  rt.index.upsert('job-1', Date.now() - 5);
+  for (let i = 1; i <= jobs; i++) rt.index.upsert(`job-${i}`, Date.now() - 5);
   const warnings: { obj: Record<string, unknown>; msg: string }[] = [];
   const seen: ClaimGroup[][] = [];
   const metrics = createSchedulerMetrics('test');
   const driver = new FiringDriver({
-    config: schedulerConfig({ slowRoundMs }),
+    // One job per round, so `jobs` jobs make `jobs` rounds (two in flight at once).
+    config: schedulerConfig({ slowRoundMs, claimBatchSize: 1 }),
     claimer: slowClaimer(claimMs, seen),
     generator: {} as ScheduleGenerator,
     metrics,
@@ -74,7 +75,7 @@ async function runOnce(claimMs: number, slowRoundMs: number) {
     applyGeneration: () => undefined,
   });
   driver.fireDue();
-  await new Promise((r) => setTimeout(r, claimMs + 100));
+  await new Promise((r) => setTimeout(r, Math.ceil(jobs / 2) * claimMs + 150));
   driver.stop();
   const slow = await metrics.registry.getSingleMetricAsString('sched_slow_claim_rounds_total');
   return { warnings, seen, slowCount: Number(/ (\d+)$/m.exec(slow)![1]) };
@@ -96,5 +97,13 @@ describe('FiringDriver slow-round report', () => {
     expect(seen).toHaveLength(1);
     expect(slowCount).toBe(0);
     expect(warnings).toEqual([]);
+  });
+
+  it('logs at most one late round per second, then says how many it left out', async () => {
+    const { warnings, seen, slowCount } = await runOnce(150, 50, 4);
+    expect(seen).toHaveLength(4);
+    expect(slowCount).toBe(4);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.obj).toMatchObject({ leftOutSinceLast: 0 });
   });
 });

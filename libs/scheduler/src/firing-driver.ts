@@ -24,6 +24,9 @@ export interface FiringDeps {
   applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void;
 }
 
+/** Slow claim rounds are logged at most this often (each is counted in the metric). */
+export const SLOW_LOG_EVERY_MS = 1_000;
+
 /**
  * The scheduler's clock: sleeps until the earliest due entry of any owned partition (at most
  * `maxSleepMs`), then runs firing rounds. Owns no state the scheduler needs besides its timer.
@@ -34,6 +37,9 @@ export class FiringDriver {
   private roundsInFlight = 0;
   private roundCursor = 0;
   private stopping = false;
+  private slowLoggedAt = -Infinity;
+  private slowLeftOut = 0;
+  private slowLeftOutWorstMs = 0;
 
   constructor(private readonly d: FiringDeps) {}
 
@@ -154,9 +160,12 @@ export class FiringDriver {
 
   /**
    * Records the round's duration, and explains a late one: when the oldest entry's due time is more
-   * than `slowRoundMs` behind the commit, one warning says where the time went (waiting to be
-   * collected: a late timer, a busy event loop or both round slots taken; schedule generation; a
-   * pool connection; each statement; COMMIT).
+   * than `slowRoundMs` behind the commit, a warning says where the time went (waiting to be
+   * collected: a late timer, a busy event loop, both round slots taken, or, for a job created
+   * already due, the command's own trip; schedule generation; a pool connection; each statement;
+   * COMMIT). At most one warning per `SLOW_LOG_EVERY_MS`: an overloaded scheduler has a late round
+   * every few milliseconds, and a synchronous log line for each (stdout to a pipe is synchronous)
+   * fed the overload. The next warning reports how many were left out and the latest of them.
    */
   private timeRound(
     jobs: ClaimGroup[],
@@ -167,6 +176,11 @@ export class FiringDriver {
     const lateMs = end - t.oldestDueMs;
     if (!(lateMs > this.d.config.slowRoundMs)) return;
     this.d.metrics.slowRounds.inc();
+    if (end - this.slowLoggedAt < SLOW_LOG_EVERY_MS) {
+      this.slowLeftOut++;
+      this.slowLeftOutWorstMs = Math.max(this.slowLeftOutWorstMs, lateMs);
+      return;
+    }
     const r = (ms: number) => Math.round(ms * 10) / 10;
     this.d.log.warn(
       {
@@ -179,8 +193,13 @@ export class FiringDriver {
         commitMs: r(t.phasesMs.commit),
         jobs: jobs.reduce((n, g) => n + g.entries.length, 0),
         partitions: jobs.length,
+        leftOutSinceLast: this.slowLeftOut,
+        leftOutWorstLateMs: this.slowLeftOutWorstMs,
       },
       'slow claim round: the oldest job in it was claimed late',
     );
+    this.slowLoggedAt = end;
+    this.slowLeftOut = 0;
+    this.slowLeftOutWorstMs = 0;
   }
 }
