@@ -4,9 +4,11 @@ import {
   inTransaction,
   jobClaimDue,
   jobCreateBatch,
+  jobCancel,
   jobSucceedMany,
   leaseAcquireMany,
   partitionClaim,
+  startsNotYetVisible,
 } from '@sched/store';
 import { isolatedSchema, type IsolatedSchema } from './support/isolation.js';
 import { newJob } from './support/new-job.js';
@@ -134,5 +136,23 @@ describe('store: batched lease starts and completions against real Postgres', ()
     } finally {
       client.release();
     }
+  });
+
+  it('tells a start that is only early (job not visible yet, or its claim not yet) from a final refusal', async () => {
+    const own = await partitionClaim(db.pool, 2, 'sched');
+    await inTransaction(db.pool, (c) =>
+      jobCreateBatch(c, 2, own.epoch, [
+        job('v-scheduled', Date.now() + 60_000),
+        job('v-cancelled', Date.now() - 5),
+      ]),
+    );
+    await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['v-cancelled'], 60_000));
+    await inTransaction(db.pool, (c) => jobCancel(c, 2, own.epoch, ['v-cancelled']));
+    const early = await startsNotYetVisible(db.pool, [
+      { jobId: 'v-missing', attempt: 1 }, // dispatched by a create not visible yet
+      { jobId: 'v-scheduled', attempt: 1 }, // a claim not visible yet (still at attempt 0)
+      { jobId: 'v-cancelled', attempt: 1 }, // claimed, then cancelled: final
+    ]);
+    expect([...early].sort()).toEqual(['v-missing', 'v-scheduled']);
   });
 });

@@ -31,6 +31,7 @@ export {
   jobComplete,
   jobSucceedMany,
   jobState,
+  startsNotYetVisible,
   attemptEnd,
 } from './lease.js';
 export type { Lease, AttemptOutcome, Completion, LeaseRequest, SuccessReport } from './lease.js';

@@ -211,6 +211,37 @@ export async function jobState(
   return rows[0] ?? null;
 }
 
+/**
+ * Whether a refused start may only be early: the dispatch record can reach a worker before the
+ * transaction that wrote it is visible to other sessions (logical decoding streams a transaction
+ * once its commit record is flushed, a moment before the committing backend marks it visible; on a
+ * loaded machine that moment stretches). Such a start sees the job missing (dispatched by its
+ * create) or at an earlier attempt (claimed by a round). Returns the job ids in that state; any
+ * other refusal (cancelled, rescheduled, started already, finished) is final.
+ */
+export async function startsNotYetVisible(
+  pool: pg.Pool | pg.ClientBase,
+  requests: readonly Pick<LeaseRequest, 'jobId' | 'attempt'>[],
+): Promise<Set<string>> {
+  if (requests.length === 0) return new Set();
+  const { rows } = await pool.query<{ job_id: string; attempt: number | null }>(
+    batchStatement(
+      'start_not_yet_visible',
+      `SELECT r.job_id, j.attempt
+       FROM unnest($1::text[]) AS r(job_id) LEFT JOIN job j ON j.job_id = r.job_id`,
+      [requests.map((r) => r.jobId)],
+      requests.length,
+    ),
+  );
+  const seen = new Map(rows.map((r) => [r.job_id, r.attempt]));
+  const out = new Set<string>();
+  for (const r of requests) {
+    const attempt = seen.get(r.jobId);
+    if (attempt === null || attempt === undefined || attempt < r.attempt) out.add(r.jobId);
+  }
+  return out;
+}
+
 /*
  * Plans of the batched statements (here and the cross-partition claim). Each job is looked up by
  * primary key (a LATERAL subquery per requested id, in job-id order, locking it; its only condition

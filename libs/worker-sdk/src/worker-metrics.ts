@@ -23,6 +23,12 @@ export function createWorkerMetrics(workerId: string) {
       'dispatches refused at start (cancelled, rescheduled, stale attempt)',
       ['queue'],
     ),
+    startNotYetVisible: counter(
+      registry,
+      'sched_worker_start_not_yet_visible_total',
+      'starts retried because the dispatching transaction was not visible yet when its record arrived',
+      ['queue'],
+    ),
     duplicates: counter(
       registry,
       'sched_worker_duplicate_deliveries_total',

@@ -18,6 +18,7 @@ import {
   jobSucceedMany,
   leaseAcquireMany,
   leaseRenew,
+  startsNotYetVisible,
   type Lease,
   type LeaseRequest,
   type SuccessReport,
@@ -37,6 +38,9 @@ export interface WorkerDeps {
   metrics: WorkerMetrics;
   log: Logger;
 }
+
+/** Waits before asking again for a start whose dispatching transaction was not visible yet. */
+const START_RETRY_DELAYS_MS = [5, 20, 100, 500, 2_000];
 
 interface HandlerEntry {
   handler: Handler;
@@ -232,12 +236,17 @@ export class Worker {
     const c = this.d.config;
     const q = { queue: rec.queue };
     const attemptId = randomUUID();
-    const lease = await this.starts.submit({
-      jobId: rec.jobId,
-      version: rec.version,
-      attempt: rec.attempt,
-      attemptId,
-    });
+    const request = { jobId: rec.jobId, version: rec.version, attempt: rec.attempt, attemptId };
+    let lease = await this.starts.submit(request);
+    // A refusal may only be early: the record can outrun the visibility of the transaction that
+    // wrote it (see startsNotYetVisible). Ask again a few times before giving up; if it never
+    // becomes visible, the reaper re-dispatches the job when its dispatch lease runs out.
+    for (let i = 0; !lease && i < START_RETRY_DELAYS_MS.length; i++) {
+      if (!(await startsNotYetVisible(this.d.pool, [request])).has(rec.jobId)) break;
+      this.d.metrics.startNotYetVisible.inc(q);
+      await new Promise((r) => setTimeout(r, START_RETRY_DELAYS_MS[i]));
+      lease = await this.starts.submit(request);
+    }
     started();
     if (!lease) {
       // Cancelled, rescheduled, or this attempt was started already: never execute.

@@ -116,7 +116,9 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
       const { value: o, cpu: c } = await withCpu(s, () => offer(s, ctx, confirmRate, p.confirmMs));
       const ok = held(o, confirmRate);
       const warm = o.log.due[0]! + p.confirmWarmupMs;
-      await o.log.waitAll(Date.now() + 5_000);
+      // As long as a ramp step waits: `lost` is what has not started by then (it was 5 s, which
+      // counted a few slow stragglers as lost).
+      await o.log.waitAll(Date.now() + p.leftoverMs);
       const perJob = await work(o.log.started);
       const inWindow = (i: number) => o.log.due[i]! >= warm && i < o.issued;
       const started = o.log.sortedStarts();
