@@ -195,12 +195,15 @@ export class CommandApplier {
             seen.add(c.jobId);
             jobs.push(toNewJob(c));
           }
+          // The dispatching statement only when some job is due, or about to be (the database's
+          // clock decides; a second of margin covers a skew between the two clocks).
+          const soon = Date.now() + 1_000;
           const { created, dispatched } = await jobCreateDispatching(
             client,
             rt.partition,
             rt.epoch,
             jobs,
-            this.d.dispatchOnCreateLeaseMs,
+            jobs.some((j) => j.dueAtMs <= soon) ? this.d.dispatchOnCreateLeaseMs : null,
           );
           // Already due: dispatched by the create, never in the index.
           const gone = new Set(dispatched.map((d) => d.jobId));

@@ -3,7 +3,16 @@ import { FENCE_CTE } from './fencing.js';
 import { MS, MS_OF } from './sql-ms.js';
 import { toClaimed, type ClaimedJob, type ClaimRow } from './job-claim.js';
 
-type CreatedRow = ClaimRow & { dispatched: boolean };
+type CreatedRow = ClaimRow & { dispatched?: boolean };
+
+/** What a dispatching create returns: the claim columns, for the dispatched rows only. */
+const D = (expr: string) => `CASE WHEN state = 'DISPATCHED' THEN ${expr} END`;
+const DISPATCHED_RETURNING = `RETURNING job_id, state = 'DISPATCHED' AS dispatched, ${D('tenant_id')} AS tenant_id,
+   ${D('queue')} AS queue, ${D('version')} AS version, ${D('attempt')} AS attempt,
+   ${D(MS_OF('due_at'))} AS due_ms, ${D(MS_OF('now()'))} AS claimed_ms, ${D('payload')} AS payload,
+   ${D('priority')} AS priority, ${D('business_key')} AS business_key,
+   ${D('execution_timeout_ms')} AS execution_timeout_ms, ${D('headers')} AS headers,
+   ${D('schedule_id')} AS schedule_id, ${D(MS_OF('occurrence_at'))} AS occ_ms`;
 
 /** A job as a CreateJob command asks for it, validated by the scheduler. */
 export interface NewJob {
@@ -75,7 +84,9 @@ export async function jobCreateDispatching(
 ): Promise<{ created: Set<string>; dispatched: ClaimedJob[] }> {
   if (jobs.length === 0) return { created: new Set(), dispatched: [] };
   const { rows } = await client.query<CreatedRow>({
-    name: 'job_create_batch',
+    // Two statements: creates that cannot dispatch return only their ids (a million far-future
+    // creates should not carry a dozen null columns each back to the scheduler).
+    name: dispatchLeaseMs === null ? 'job_create_batch' : 'job_create_dispatching',
     text: `WITH ${FENCE_CTE}
      INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, priority, payload, business_key,
                       max_attempts, retry_policy, expires_at, execution_timeout_ms, headers, schedule_id, occurrence_at,
@@ -92,11 +103,7 @@ export async function jobCreateDispatching(
             expires_ms, timeout_ms, headers, schedule_id, occ_ms)
      CROSS JOIN LATERAL (SELECT $17::bigint IS NOT NULL AND ${MS('c.due_ms')} <= now() AS now_due) d
      ON CONFLICT (job_id) DO NOTHING
-     RETURNING job_id, state = 'DISPATCHED' AS dispatched, tenant_id, queue, version, attempt,
-               ${MS_OF('due_at')} AS due_ms, ${MS_OF('now()')} AS claimed_ms,
-               CASE WHEN state = 'DISPATCHED' THEN payload END AS payload, priority, business_key,
-               execution_timeout_ms, CASE WHEN state = 'DISPATCHED' THEN headers END AS headers, schedule_id,
-               ${MS_OF('occurrence_at')} AS occ_ms`,
+     ${dispatchLeaseMs === null ? 'RETURNING job_id' : DISPATCHED_RETURNING}`,
     values: [
       partition,
       epoch,
@@ -121,7 +128,7 @@ export async function jobCreateDispatching(
   const dispatched: ClaimedJob[] = [];
   for (const r of rows) {
     created.add(r.job_id);
-    if (r.dispatched) dispatched.push(toClaimed(r));
+    if (r.dispatched === true) dispatched.push(toClaimed(r));
   }
   return { created, dispatched };
 }
