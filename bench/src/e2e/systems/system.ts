@@ -52,6 +52,12 @@ export interface SystemSession {
   dbCounters?(): Promise<DbCounters>;
   /** kill -9 the target process and start a fresh one at once (as a supervisor would). */
   kill9AndRestart(target: RecoveryTarget): Promise<{ killedAtMs: number; readyAtMs: number }>;
+  /**
+   * Of the given log indexes (jobs whose start was never reported), how many the system's own
+   * store shows as started (ours: an attempt row). A worker killed mid-report loses its last start
+   * reports; this tells those jobs from lost ones.
+   */
+  ranPerStore?(log: StartLog, indexes: number[]): Promise<number>;
   /** Extra per-system evidence for a finished log (ours: hop breakdown). */
   evidence?(log: StartLog, include: (i: number) => boolean): Promise<Record<string, unknown>>;
   close(): Promise<void>;

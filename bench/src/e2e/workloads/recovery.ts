@@ -92,8 +92,17 @@ async function once(
       ctx.say(
         `  kill -9 ${target}, rep ${rep + 1}: recovery ${round(recoveryMs)} ms (on time ≤ ${threshold} ms; restart ready after ${k.readyAtMs - k.killedAtMs} ms); lost ${log.lost} dup ${log.duplicates} early ${log.early}; worst lag after kill ${round(worstAfter)} ms`,
       );
-      if (log.lost > 0)
-        notes.push(`rep ${rep + 1}: ${log.lost} jobs not started within ${p.graceMs} ms after the window`);
+      if (log.lost > 0) {
+        const unreported: number[] = [];
+        for (let i = 0; i < log.n; i++) if (Number.isNaN(log.first[i]!)) unreported.push(i);
+        const ran = s.ranPerStore ? await s.ranPerStore(log, unreported) : null;
+        notes.push(
+          `rep ${rep + 1}: ${log.lost} jobs not seen starting within ${p.graceMs} ms after the window` +
+            (ran === null
+              ? ''
+              : `; the store shows ${ran} of them started (their start report died with the worker)`),
+        );
+      }
       ctx.hub.close(log);
     }
   }
