@@ -23,3 +23,27 @@ export function createLogger(component: string, options: LoggerOptions = {}): Lo
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
+
+/**
+ * Lets one line through per `everyMs` for each key and counts the rest, so a flood (bad input at
+ * line rate, an overloaded loop) costs a counter increment per event instead of a synchronous
+ * write: pino writes to stdout synchronously, and a pipe write is a system call. `take` returns
+ * null to drop the line, or how many lines for that key were dropped since the last one let
+ * through (to report with it).
+ */
+export class LogThrottle {
+  private readonly last = new Map<string, { at: number; dropped: number }>();
+
+  constructor(private readonly everyMs: number) {}
+
+  take(key: string, nowMs: number = Date.now()): { dropped: number } | null {
+    const s = this.last.get(key);
+    if (s && nowMs - s.at < this.everyMs) {
+      s.dropped++;
+      return null;
+    }
+    const dropped = s?.dropped ?? 0;
+    this.last.set(key, { at: nowMs, dropped: 0 });
+    return { dropped };
+  }
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { fromWirePolicy, type WireRetryPolicy } from '@sched/retry-policy';
-import type { Logger } from '@sched/logging';
+import { LogThrottle, type Logger } from '@sched/logging';
 import type { InboundMessage, MessageProducer } from '@sched/kafka';
 import {
   commandMarkApplied,
@@ -78,6 +78,8 @@ export interface ApplierDeps {
  * is a no-op (offset watermark and commandId marks).
  */
 export class CommandApplier {
+  private readonly rejectLog = new LogThrottle(1_000);
+
   constructor(private readonly d: ApplierDeps) {}
 
   async applyBatch(rt: PartitionRuntime, messages: InboundMessage[]): Promise<void> {
@@ -378,7 +380,19 @@ export class CommandApplier {
     );
     for (const r of rejected) {
       this.d.metrics.commandsRejected.inc({ reason: r.reason });
-      this.d.log.warn({ reason: r.reason, partition: r.msg.partition, offset: r.msg.offset }, r.message);
+      // Every rejection is on the rejected topic and in the metric; the log gets one line per
+      // reason a second, so a flood of bad input cannot keep the process busy writing lines.
+      const pass = this.rejectLog.take(r.reason);
+      if (pass)
+        this.d.log.warn(
+          {
+            reason: r.reason,
+            partition: r.msg.partition,
+            offset: r.msg.offset,
+            sameReasonNotLogged: pass.dropped,
+          },
+          r.message,
+        );
     }
   }
 }

@@ -1,4 +1,4 @@
-import type { Logger } from '@sched/logging';
+import { LogThrottle, type Logger } from '@sched/logging';
 import { FencedError } from '@sched/store';
 import type { ClaimGroup, Claimer, RoundPhases } from './claimer.js';
 import type { SchedulerConfig } from './config.js';
@@ -37,9 +37,7 @@ export class FiringDriver {
   private roundsInFlight = 0;
   private roundCursor = 0;
   private stopping = false;
-  private slowLoggedAt = -Infinity;
-  private slowLeftOut = 0;
-  private slowLeftOutWorstMs = 0;
+  private readonly slowLog = new LogThrottle(SLOW_LOG_EVERY_MS);
 
   constructor(private readonly d: FiringDeps) {}
 
@@ -165,7 +163,7 @@ export class FiringDriver {
    * already due, the command's own trip; schedule generation; a pool connection; each statement;
    * COMMIT). At most one warning per `SLOW_LOG_EVERY_MS`: an overloaded scheduler has a late round
    * every few milliseconds, and a synchronous log line for each (stdout to a pipe is synchronous)
-   * fed the overload. The next warning reports how many were left out and the latest of them.
+   * fed the overload. The next warning reports how many were left out (the metric counts them all).
    */
   private timeRound(
     jobs: ClaimGroup[],
@@ -176,11 +174,8 @@ export class FiringDriver {
     const lateMs = end - t.oldestDueMs;
     if (!(lateMs > this.d.config.slowRoundMs)) return;
     this.d.metrics.slowRounds.inc();
-    if (end - this.slowLoggedAt < SLOW_LOG_EVERY_MS) {
-      this.slowLeftOut++;
-      this.slowLeftOutWorstMs = Math.max(this.slowLeftOutWorstMs, lateMs);
-      return;
-    }
+    const pass = this.slowLog.take('round', end);
+    if (!pass) return;
     const r = (ms: number) => Math.round(ms * 10) / 10;
     this.d.log.warn(
       {
@@ -193,13 +188,9 @@ export class FiringDriver {
         commitMs: r(t.phasesMs.commit),
         jobs: jobs.reduce((n, g) => n + g.entries.length, 0),
         partitions: jobs.length,
-        leftOutSinceLast: this.slowLeftOut,
-        leftOutWorstLateMs: this.slowLeftOutWorstMs,
+        leftOutSinceLast: pass.dropped,
       },
       'slow claim round: the oldest job in it was claimed late',
     );
-    this.slowLoggedAt = end;
-    this.slowLeftOut = 0;
-    this.slowLeftOutWorstMs = 0;
   }
 }
