@@ -21,6 +21,39 @@ describe('ports', () => {
   });
 });
 
+describe('ports held by a connection, not a listener', () => {
+  // Our ports lie in Linux's ephemeral range: a client connection elsewhere can leave one in
+  // TIME_WAIT, refusing the bind for up to a minute with nobody listening.
+  const probe = (freeAfter: number, listener: boolean | undefined) => {
+    let looks = 0;
+    return {
+      isFree: async () => ++looks > freeAfter,
+      hasListener: () => listener,
+      pauseMs: 5,
+      get looks() {
+        return looks;
+      },
+    };
+  };
+
+  it('waits for the port to free up instead of failing the start', async () => {
+    const p = probe(3, false);
+    await expect(requireFreePort('pgPort', 55432, 'Postgres', 5_000, p)).resolves.toBeUndefined();
+    expect(p.looks).toBe(4);
+  });
+
+  it('fails at once when something listens, and after the wait when the port never frees', async () => {
+    const listening = probe(1_000, true);
+    const err = await requireFreePort('pgPort', 55432, 'Postgres', 5_000, listening).catch((e: unknown) => e);
+    expect((err as { code: string }).code).toBe('SCHED_E_STACK_PORT_IN_USE');
+    expect(listening.looks).toBe(1);
+    const stuck = await requireFreePort('pgPort', 55432, 'Postgres', 50, probe(1_000, false)).catch(
+      (e: unknown) => e,
+    );
+    expect((stuck as Error).message).toContain('port 55432 (Postgres)');
+  });
+});
+
 describe('waitFor', () => {
   it('gives up after its timeout with the last reason, never hangs', async () => {
     const t0 = Date.now();

@@ -30,9 +30,53 @@ export function portHolder(port: number): string | undefined {
   }
 }
 
-/** Fails with SCHED_E_STACK_PORT_IN_USE naming the port, its variable and its holder. */
-export async function requireFreePort(key: PortKey, port: number, service: string): Promise<void> {
-  if (await portIsFree(port)) return;
+/**
+ * True when `ss` shows a listener on `port`; false when it shows none; undefined when `ss` cannot
+ * tell. A port can refuse a bind with nobody listening: our ports lie inside Linux's ephemeral range
+ * (32768–60999), so a client connection elsewhere may have used the same number as its own end and
+ * left it in TIME_WAIT for up to a minute.
+ */
+export function portHasListener(port: number): boolean | undefined {
+  try {
+    const out = execFileSync('ss', ['-H', '-ltn', `sport = :${port}`], {
+      encoding: 'utf8',
+      timeout: 3000,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    return out.trim().length > 0;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How `requireFreePort` looks at a port (replaceable in tests). */
+export interface PortProbe {
+  isFree(port: number): Promise<boolean>;
+  hasListener(port: number): boolean | undefined;
+  pauseMs: number;
+}
+
+/** How long a port held only by a connection's end (no listener) may take to free up. */
+export const PORT_LINGER_WAIT_MS = 65_000;
+
+/**
+ * Fails with SCHED_E_STACK_PORT_IN_USE naming the port, its variable and its holder. A port that
+ * refuses the bind while nobody listens on it (a TIME_WAIT end of some client connection) is waited
+ * for, up to `PORT_LINGER_WAIT_MS`, instead of failing the start.
+ */
+export async function requireFreePort(
+  key: PortKey,
+  port: number,
+  service: string,
+  waitMs: number = PORT_LINGER_WAIT_MS,
+  probe: PortProbe = { isFree: portIsFree, hasListener: portHasListener, pauseMs: 1_000 },
+): Promise<void> {
+  if (await probe.isFree(port)) return;
+  const deadline = Date.now() + waitMs;
+  while (probe.hasListener(port) === false && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, probe.pauseMs));
+    if (await probe.isFree(port)) return;
+  }
   const holder = portHolder(port);
   throw new StackError(
     'SCHED_E_STACK_PORT_IN_USE',

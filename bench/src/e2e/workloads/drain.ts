@@ -61,6 +61,9 @@ async function offer(
   return { log, issued, backlog, producerLimited: issued < n * 0.97 };
 }
 
+/** How long a failed confirmation's backlog may take to drain before the next one starts. */
+const DRAIN_BACKLOG_MS = 45_000;
+
 /** Holds when the offered rate was offered and the backlog stayed under a second's worth and did not grow. */
 function held(o: Offered, rate: number): boolean {
   if (o.producerLimited) return false;
@@ -131,6 +134,12 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
         notes.push(
           `confirm at ${confirmRate} jobs/s did not hold (backlog ${o.issued - o.log.started}); stepping down 20%`,
         );
+        // The next confirmation starts from an empty backlog, or it would pay for this one's.
+        const drained = await o.log.waitAll(Date.now() + DRAIN_BACKLOG_MS);
+        if (!drained)
+          notes.push(
+            `backlog not drained within ${DRAIN_BACKLOG_MS / 1000} s (${o.issued - o.log.started} left)`,
+          );
         ctx.hub.close(o.log);
         confirmRate = Math.round(confirmRate * 0.8);
         continue;
