@@ -14,20 +14,26 @@ export function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** What `ss -ltnp` says listens on `port` (process name and pid), when it can tell. */
-export function portHolder(port: number): string | undefined {
+/** `ss`'s lines for listeners on `port` (with their processes), or undefined when `ss` cannot tell. */
+function listenersOn(port: number): string | undefined {
   try {
-    const out = execFileSync('ss', ['-H', '-ltnp', `sport = :${port}`], {
+    return execFileSync('ss', ['-H', '-ltnp', `sport = :${port}`], {
       encoding: 'utf8',
       timeout: 3000,
       stdio: ['ignore', 'pipe', 'ignore'],
     });
-    const users = [...out.matchAll(/users:\(\((.*?)\)\)/g)].map((m) => m[1]);
-    if (users.length > 0) return users.join('; ');
-    return out.trim() ? out.trim().split(/\s+/).slice(3, 4).join(' ') || undefined : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** What `ss -ltnp` says listens on `port` (process name and pid), when it can tell. */
+export function portHolder(port: number): string | undefined {
+  const out = listenersOn(port);
+  if (out === undefined) return undefined;
+  const users = [...out.matchAll(/users:\(\((.*?)\)\)/g)].map((m) => m[1]);
+  if (users.length > 0) return users.join('; ');
+  return out.trim() ? out.trim().split(/\s+/).slice(3, 4).join(' ') || undefined : undefined;
 }
 
 /**
@@ -37,16 +43,8 @@ export function portHolder(port: number): string | undefined {
  * left it in TIME_WAIT for up to a minute.
  */
 export function portHasListener(port: number): boolean | undefined {
-  try {
-    const out = execFileSync('ss', ['-H', '-ltn', `sport = :${port}`], {
-      encoding: 'utf8',
-      timeout: 3000,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    return out.trim().length > 0;
-  } catch {
-    return undefined;
-  }
+  const out = listenersOn(port);
+  return out === undefined ? undefined : out.trim().length > 0;
 }
 
 /** How `requireFreePort` looks at a port (replaceable in tests). */
