@@ -10,7 +10,7 @@ describe('chain: CreateJob → Postgres + outbox → Debezium → dispatch topic
   let s: Scenario;
   beforeAll(async () => {
     s = await Scenario.create('chain');
-    await s.startScheduler();
+    await s.startScheduler({ SCHED_DISPATCH_ON_CREATE: 'true' });
   });
   afterAll(async () => {
     await s?.close();

@@ -110,7 +110,8 @@ export const schedulerDefaults: SchedulerOptions = {
   catchUpRatePerSec: 5_000,
   testCrashAfterGenerate: false,
   observeDispatch: true,
-  dispatchOnCreate: true,
+  // Off until the open bug is found: a few such dispatches went unstarted under overload (README).
+  dispatchOnCreate: false,
   slowRoundMs: 200,
 };
 
