@@ -8,7 +8,7 @@ import {
   jobSucceedMany,
   leaseAcquireMany,
   partitionClaim,
-  startsNotYetVisible,
+  startsToAskAgain,
 } from '@sched/store';
 import { isolatedSchema, type IsolatedSchema } from './support/isolation.js';
 import { newJob } from './support/new-job.js';
@@ -138,21 +138,38 @@ describe('store: batched lease starts and completions against real Postgres', ()
     }
   });
 
-  it('tells a start that is only early (job not visible yet, or its claim not yet) from a final refusal', async () => {
+  it('asks again for a start refused only as early (job or claim not visible then), never for a final refusal', async () => {
     const own = await partitionClaim(db.pool, 2, 'sched');
     await inTransaction(db.pool, (c) =>
       jobCreateBatch(c, 2, own.epoch, [
         job('v-scheduled', Date.now() + 60_000),
         job('v-cancelled', Date.now() - 5),
+        job('v-dispatched', Date.now() - 5),
+        job('v-running', Date.now() - 5),
       ]),
     );
-    await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['v-cancelled'], 60_000));
+    const claimed = await inTransaction(db.pool, (c) =>
+      jobClaimDue(c, 2, own.epoch, ['v-cancelled', 'v-dispatched', 'v-running'], 60_000),
+    );
+    const version = (id: string) => claimed.find((j) => j.jobId === id)!.version;
     await inTransaction(db.pool, (c) => jobCancel(c, 2, own.epoch, ['v-cancelled']));
-    const early = await startsNotYetVisible(db.pool, [
-      { jobId: 'v-missing', attempt: 1 }, // dispatched by a create not visible yet
-      { jobId: 'v-scheduled', attempt: 1 }, // a claim not visible yet (still at attempt 0)
-      { jobId: 'v-cancelled', attempt: 1 }, // claimed, then cancelled: final
+    const running = await leaseAcquireMany(db.pool, 'w-1', 60_000, [
+      { jobId: 'v-running', version: version('v-running'), attempt: 1, attemptId: randomUUID() },
     ]);
-    expect([...early].sort()).toEqual(['v-missing', 'v-scheduled']);
+    expect(running.size).toBe(1);
+    const again = await startsToAskAgain(db.pool, [
+      { jobId: 'v-missing', version: 1, attempt: 1 }, // dispatched by a create not visible yet
+      { jobId: 'v-scheduled', version: 1, attempt: 1 }, // a claim not visible yet (still at attempt 0)
+      // Refused while invisible, visible by now: startable, so only visibility refused it.
+      { jobId: 'v-dispatched', version: version('v-dispatched'), attempt: 1 },
+      { jobId: 'v-cancelled', version: version('v-cancelled'), attempt: 1 }, // claimed, then cancelled: final
+      { jobId: 'v-running', version: version('v-running'), attempt: 1 }, // started already: final
+    ]);
+    expect([...again].sort()).toEqual(['v-dispatched', 'v-missing', 'v-scheduled']);
+    // A dispatch of an older version (rescheduled since) is final even though the job is DISPATCHED.
+    const stale = await startsToAskAgain(db.pool, [
+      { jobId: 'v-dispatched', version: version('v-dispatched') - 1, attempt: 1 },
+    ]);
+    expect(stale.size).toBe(0);
   });
 });

@@ -31,7 +31,7 @@ export {
   jobComplete,
   jobSucceedMany,
   jobState,
-  startsNotYetVisible,
+  startsToAskAgain,
   attemptEnd,
 } from './lease.js';
 export type { Lease, AttemptOutcome, Completion, LeaseRequest, SuccessReport } from './lease.js';

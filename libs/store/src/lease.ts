@@ -212,32 +212,41 @@ export async function jobState(
 }
 
 /**
- * Whether a refused start may only be early: the dispatch record can reach a worker before the
- * transaction that wrote it is visible to other sessions (logical decoding streams a transaction
- * once its commit record is flushed, a moment before the committing backend marks it visible; on a
- * loaded machine that moment stretches). Such a start sees the job missing (dispatched by its
- * create) or at an earlier attempt (claimed by a round). Returns the job ids in that state; any
- * other refusal (cancelled, rescheduled, started already, finished) is final.
+ * Which refused starts may only have been early, and are worth asking again. The dispatch record
+ * can reach a worker before the transaction that wrote it is visible to other sessions (logical
+ * decoding streams a transaction once its commit record is flushed, a moment before the committing
+ * backend marks it visible; on a loaded machine that moment stretches). Such a start sees the job
+ * missing (dispatched by its create) or at an earlier attempt (claimed by a round), and is refused.
+ * By the time this check runs the write may have become visible, so a job that is now DISPATCHED at
+ * exactly the requested version and attempt counts too: nothing but visibility can have refused
+ * it. Any other refusal (cancelled, rescheduled, started already, finished) is final.
  */
-export async function startsNotYetVisible(
+export async function startsToAskAgain(
   pool: pg.Pool | pg.ClientBase,
-  requests: readonly Pick<LeaseRequest, 'jobId' | 'attempt'>[],
+  requests: readonly Pick<LeaseRequest, 'jobId' | 'version' | 'attempt'>[],
 ): Promise<Set<string>> {
   if (requests.length === 0) return new Set();
-  const { rows } = await pool.query<{ job_id: string; attempt: number | null }>(
+  const { rows } = await pool.query<{
+    job_id: string;
+    attempt: number | null;
+    version: number | null;
+    state: string | null;
+  }>(
     batchStatement(
-      'start_not_yet_visible',
-      `SELECT r.job_id, j.attempt
+      'start_ask_again',
+      `SELECT r.job_id, j.attempt, j.version, j.state
        FROM unnest($1::text[]) AS r(job_id) LEFT JOIN job j ON j.job_id = r.job_id`,
       [requests.map((r) => r.jobId)],
       requests.length,
     ),
   );
-  const seen = new Map(rows.map((r) => [r.job_id, r.attempt]));
+  const seen = new Map(rows.map((r) => [r.job_id, r]));
   const out = new Set<string>();
   for (const r of requests) {
-    const attempt = seen.get(r.jobId);
-    if (attempt === null || attempt === undefined || attempt < r.attempt) out.add(r.jobId);
+    const j = seen.get(r.jobId);
+    if (!j || j.attempt === null) out.add(r.jobId);
+    else if (j.attempt < r.attempt) out.add(r.jobId);
+    else if (j.state === 'DISPATCHED' && j.attempt === r.attempt && j.version === r.version) out.add(r.jobId);
   }
   return out;
 }

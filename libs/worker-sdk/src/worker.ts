@@ -18,7 +18,7 @@ import {
   jobSucceedMany,
   leaseAcquireMany,
   leaseRenew,
-  startsNotYetVisible,
+  startsToAskAgain,
   type Lease,
   type LeaseRequest,
   type SuccessReport,
@@ -239,10 +239,11 @@ export class Worker {
     const request = { jobId: rec.jobId, version: rec.version, attempt: rec.attempt, attemptId };
     let lease = await this.starts.submit(request);
     // A refusal may only be early: the record can outrun the visibility of the transaction that
-    // wrote it (see startsNotYetVisible). Ask again a few times before giving up; if it never
-    // becomes visible, the reaper re-dispatches the job when its dispatch lease runs out.
+    // wrote it (see startsToAskAgain, which also counts a job that has become startable since).
+    // Ask again a few times before giving up; if it never becomes visible, the reaper
+    // re-dispatches the job when its dispatch lease runs out.
     for (let i = 0; !lease && i < START_RETRY_DELAYS_MS.length; i++) {
-      if (!(await startsNotYetVisible(this.d.pool, [request])).has(rec.jobId)) break;
+      if (!(await startsToAskAgain(this.d.pool, [request])).has(rec.jobId)) break;
       this.d.metrics.startNotYetVisible.inc(q);
       await new Promise((r) => setTimeout(r, START_RETRY_DELAYS_MS[i]));
       lease = await this.starts.submit(request);
