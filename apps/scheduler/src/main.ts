@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { fromEnv } from '@sched/config';
 import { Contracts } from '@sched/contracts';
 import { kafkajsPort } from '@sched/kafka';
-import { createLogger } from '@sched/logging';
+import { createLogger, startupStep } from '@sched/logging';
 import { serveMetrics, watchEventLoop } from '@sched/metrics';
 import {
   avroSchedulerCodec,
@@ -36,10 +36,10 @@ const registryUrl = env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompa
 const metricsPort = Number(env.SCHED_METRICS_PORT ?? 9464);
 
 async function main(): Promise<void> {
-  await migrate(databaseUrl, { schema });
+  await startupStep(log, 'database migrations', () => migrate(databaseUrl, { schema }));
   const pool = createPool({ databaseUrl, schema, max: 8, applicationName: 'sched-scheduler' });
   const contracts = new Contracts({ registryUrl });
-  await contracts.registerAll();
+  await startupStep(log, 'schema registry', () => contracts.registerAll());
   const metrics = createSchedulerMetrics(config.ownerId);
   const names = await knownNamesFromDb(pool);
   const scheduler = new Scheduler({
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     stallMs: config.slowRoundMs,
     onStall: (delayMs) => log.warn({ delayMs }, 'event loop stalled: timers (and claims) ran this late'),
   });
-  await scheduler.start();
+  await startupStep(log, 'kafka (connect, group join)', () => scheduler.start());
   log.info({ metricsPort: port, schema, brokers }, 'scheduler started');
   // A line on stdout that tests and scripts can wait for.
   process.stdout.write(`SCHEDULER_READY ${JSON.stringify({ ownerId: config.ownerId, metricsPort: port })}\n`);

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { fromEnv } from '@sched/config';
 import { Contracts } from '@sched/contracts';
 import { kafkajsPort } from '@sched/kafka';
-import { createLogger, type Logger } from '@sched/logging';
+import { createLogger, startupStep, type Logger } from '@sched/logging';
 import { serveMetrics, watchEventLoop } from '@sched/metrics';
 import { createPool } from '@sched/store';
 import {
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     applicationName: 'sched-worker',
   });
   const contracts = new Contracts({ registryUrl });
-  await contracts.registerAll();
+  await startupStep(log, 'schema registry', () => contracts.registerAll());
   const metrics = createWorkerMetrics(config.workerId);
   const worker = new Worker({
     config,
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     stallMs: 200,
     onStall: (delayMs) => log.warn({ delayMs }, 'event loop stalled: a handler or GC blocked every job here'),
   });
-  await worker.start();
+  await startupStep(log, 'kafka (connect, group join)', () => worker.start());
   log.info({ metricsPort: port, handlers: handlersPath }, 'worker started');
   process.stdout.write(`WORKER_READY ${JSON.stringify({ ownerId: config.workerId, metricsPort: port })}\n`);
 

@@ -47,3 +47,26 @@ export class LogThrottle {
     return { dropped };
   }
 }
+
+/**
+ * Awaits one start-up step and, while it is still pending, warns every `everyMs` that the process
+ * is waiting for it (a Kafka group join held by a dead member, a registry that does not answer, a
+ * migration lock): a process that never becomes ready says where it is stuck.
+ */
+export async function startupStep<T>(
+  log: Pick<Logger, 'warn'>,
+  step: string,
+  work: Promise<T> | (() => Promise<T>),
+  everyMs = 10_000,
+): Promise<T> {
+  const started = Date.now();
+  const timer = setInterval(
+    () => log.warn({ step, waitedMs: Date.now() - started }, `start-up still waiting: ${step}`),
+    everyMs,
+  );
+  try {
+    return await (typeof work === 'function' ? work() : work);
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -110,8 +110,7 @@ export const schedulerDefaults: SchedulerOptions = {
   catchUpRatePerSec: 5_000,
   testCrashAfterGenerate: false,
   observeDispatch: true,
-  // Off until the open bug is found: a few such dispatches went unstarted under overload (README).
-  dispatchOnCreate: false,
+  dispatchOnCreate: true,
   slowRoundMs: 200,
 };
 

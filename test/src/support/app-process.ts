@@ -55,10 +55,11 @@ export async function startApp(
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const ready = new Promise<{ ownerId: string; metricsPort: number }>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`scheduler not ready in ${readyTimeoutMs} ms:\n${out.slice(-4000)}`)),
-      readyTimeoutMs,
-    );
+    const timer = setTimeout(() => {
+      // Not left running: a process that never became ready would outlive the test.
+      child.kill('SIGKILL');
+      reject(new Error(`${app} not ready in ${readyTimeoutMs} ms:\n${out.slice(-4000)}`));
+    }, readyTimeoutMs);
     const onData = (b: Buffer) => {
       out += b.toString();
       const m = marker.exec(out);

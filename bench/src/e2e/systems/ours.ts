@@ -43,7 +43,7 @@ export const OURS_KNOBS = {
   'SCHED_CLAIM_BATCH_SIZE (default)': 2000,
   'SCHED_CLAIM_CONCURRENCY (default)': 2,
   'SCHED_WORKER_CONCURRENCY (default)': 256,
-  'SCHED_DISPATCH_ON_CREATE (default)': 'off',
+  'SCHED_DISPATCH_ON_CREATE (default)': 'on',
   'SCHED_WORKER_DB_BATCH_MAX (default)': 500,
   'session timeouts (default)': '6 s',
   'debezium poll.interval.ms': 5,
