@@ -41,6 +41,8 @@ export interface WorkerDeps {
 
 /** Waits before asking again for a start whose dispatching transaction was not visible yet. */
 const START_RETRY_DELAYS_MS = [5, 20, 100, 500, 2_000];
+/** Completions that may wait for their batched write at once, at least (4 × concurrency otherwise). */
+const COMPLETIONS_MIN = 1_024;
 
 interface HandlerEntry {
   handler: Handler;
@@ -73,6 +75,8 @@ export class Worker {
   private readonly inFlight = new Set<Promise<void>>();
   /** Executions in flight in this process, across every partition and queue. */
   private readonly slots: Slots;
+  /** Completions waiting to be written (bounded: a slow database holds handlers' slots back). */
+  private readonly completing: Slots;
   /** Lease starts of concurrent executions, one statement (one commit) per batch. */
   private readonly starts: MicroBatcher<LeaseRequest, Lease | null>;
   /** Successful completions, likewise batched. */
@@ -81,6 +85,7 @@ export class Worker {
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
     this.slots = new Slots(d.config.concurrency);
+    this.completing = new Slots(Math.max(COMPLETIONS_MIN, 4 * d.config.concurrency));
     const c = d.config;
     this.starts = new MicroBatcher(
       async (reqs) => {
@@ -160,7 +165,8 @@ export class Worker {
 
   /**
    * Starts every record of a fetched batch as soon as an execution slot is free (the process-wide
-   * `concurrency`, and the queue's own `concurrency` when its handler sets one) and resolves once
+   * `concurrency`, and the queue's own `concurrency` when its handler sets one; a slot is held from
+   * the start until the handler returns, not until its completion is written) and resolves once
    * every start is decided and durable: lease granted or refused, or the record skipped. Handlers
    * and completions go on in the background while the partition's next batch is fetched, so a
    * long job never holds up the jobs behind it. The offset may then commit: from a durable start
@@ -176,6 +182,15 @@ export class Worker {
       const { rec, entry } = accepted;
       await entry.slots?.acquire();
       await this.slots.acquire();
+      // The execution slots are held while the handler runs, not while its completion is written:
+      // completions are batched and bounded on their own (`completing`).
+      let held = true;
+      const release = () => {
+        if (!held) return;
+        held = false;
+        this.slots.release();
+        entry.slots?.release();
+      };
       let settle!: (err?: unknown) => boolean;
       starts.push(
         new Promise<void>((resolve, reject) => {
@@ -189,7 +204,7 @@ export class Worker {
           };
         }),
       );
-      const run: Promise<void> = this.execute(rec, entry, () => settle())
+      const run: Promise<void> = this.execute(rec, entry, () => settle(), release)
         .catch((err: unknown) => {
           if (settle(err)) {
             // Not started: let the redelivered record through the dedupe.
@@ -202,8 +217,7 @@ export class Worker {
           );
         })
         .finally(() => {
-          this.slots.release();
-          entry.slots?.release();
+          release();
           this.inFlight.delete(run);
         });
       this.inFlight.add(run);
@@ -231,8 +245,16 @@ export class Worker {
     return { rec, entry };
   }
 
-  /** One record: lease start (then `started()`), handler, completion. */
-  private async execute(rec: DispatchRecord, entry: HandlerEntry, started: () => void) {
+  /**
+   * One record: lease start (then `started()`), handler, completion. `handlerDone` hands the
+   * execution slots back once the handler has returned and a completion slot is held.
+   */
+  private async execute(
+    rec: DispatchRecord,
+    entry: HandlerEntry,
+    started: () => void,
+    handlerDone: () => void,
+  ) {
     const c = this.d.config;
     const q = { queue: rec.queue };
     const attemptId = randomUUID();
@@ -305,6 +327,26 @@ export class Worker {
     }
     const reason = abort.signal.aborted ? String(abort.signal.reason) : null;
     const seconds = (Date.now() - startedAtMs) / 1000;
+    // Backpressure: a handler's slot passes on only when its completion has room to wait.
+    await this.completing.acquire();
+    handlerDone();
+    try {
+      await this.complete(rec, entry, lease, { error, reason, startedAtMs, seconds });
+    } finally {
+      this.completing.release();
+    }
+  }
+
+  /** Records the end of an execution: success, failure (retry or dead letter), or the lease lost. */
+  private async complete(
+    rec: DispatchRecord,
+    entry: HandlerEntry,
+    lease: Lease,
+    end: { error: unknown; reason: string | null; startedAtMs: number; seconds: number },
+  ) {
+    const q = { queue: rec.queue };
+    const attemptId = lease.attemptId;
+    const { error, reason, startedAtMs, seconds } = end;
     if (reason === 'CANCELLED' || reason === 'LEASE_LOST') {
       this.d.metrics.execution.observe({ ...q, outcome: reason }, seconds);
       await attemptEnd(
