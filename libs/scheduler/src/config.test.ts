@@ -13,3 +13,14 @@ describe('schedulerConfig: commitIntervalMs', () => {
     expect(() => schedulerConfig({ ownerId: 'o', commitIntervalMs: -1 })).toThrow(ConfigError);
   });
 });
+
+describe('schedulerConfig: finishedJobRetentionMs', () => {
+  it('defaults to 7 days, accepts 0 (keep forever) and refuses a negative or fractional value', () => {
+    expect(schedulerConfig({ ownerId: 'o' }).finishedJobRetentionMs).toBe(7 * 24 * 3600_000);
+    expect(schedulerConfig({ ownerId: 'o', finishedJobRetentionMs: 0 }).finishedJobRetentionMs).toBe(0);
+    for (const bad of [-1, 1.5])
+      expect(() => schedulerConfig({ ownerId: 'o', finishedJobRetentionMs: bad })).toThrow(
+        /finishedJobRetentionMs must be an integer >= 0/,
+      );
+  });
+});

@@ -33,6 +33,11 @@ export interface SchedulerOptions {
   maxJitterWindowMs: number;
   outboxRetentionMs: number;
   commandDedupRetentionMs: number;
+  /**
+   * Jobs that ended (succeeded, cancelled, expired) are deleted with their attempts this long after
+   * they ended; 0 keeps them forever. DEAD jobs stay until their dead letter is dealt with.
+   */
+  finishedJobRetentionMs: number;
   pruneEveryMs: number;
   /** Kafka group session timeout: how long a silent owner keeps its partitions. */
   sessionTimeoutMs: number;
@@ -97,6 +102,7 @@ export const schedulerDefaults: SchedulerOptions = {
   maxJitterWindowMs: 24 * 3600_000,
   outboxRetentionMs: 10 * 60_000,
   commandDedupRetentionMs: 7 * 24 * 3600_000,
+  finishedJobRetentionMs: 7 * 24 * 3600_000,
   pruneEveryMs: 30_000,
   sessionTimeoutMs: 6_000,
   heartbeatIntervalMs: 1_000,
@@ -137,10 +143,12 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       'generateEveryMs',
       'catchUpRatePerSec',
       'slowRoundMs',
+      'pruneEveryMs',
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'finishedJobRetentionMs', c.finishedJobRetentionMs);
     if (c.horizonExtendEveryMs >= c.horizonMs)
       problem('horizonExtendEveryMs must be smaller than horizonMs, or jobs slip past the wheel');
     if (c.heartbeatIntervalMs * 3 > c.sessionTimeoutMs)
@@ -176,4 +184,6 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   observeDispatch: { env: 'SCHED_OBSERVE_DISPATCH', kind: 'bool' },
   dispatchOnCreate: { env: 'SCHED_DISPATCH_ON_CREATE', kind: 'bool' },
   slowRoundMs: { env: 'SCHED_SLOW_ROUND_MS', kind: 'int' },
+  finishedJobRetentionMs: { env: 'SCHED_FINISHED_JOB_RETENTION_MS', kind: 'int' },
+  pruneEveryMs: { env: 'SCHED_PRUNE_EVERY_MS', kind: 'int' },
 };

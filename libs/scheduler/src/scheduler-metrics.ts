@@ -82,6 +82,11 @@ export function createSchedulerMetrics(ownerId: string) {
     ),
     dlqSize: gauge(registry, 'sched_dlq_size', 'dead letters not yet replayed'),
     outboxPruned: counter(registry, 'sched_outbox_pruned_total', 'outbox rows pruned'),
+    finishedJobsPruned: counter(
+      registry,
+      'sched_finished_jobs_pruned_total',
+      'finished jobs (with their attempts) deleted after the retention',
+    ),
     claimRound: histogram(
       registry,
       'sched_claim_round_seconds',

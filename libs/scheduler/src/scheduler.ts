@@ -8,6 +8,7 @@ import {
   inTransaction,
   partitionClaim,
   pruneOlderThan,
+  pruneFinishedJobs,
   scheduleLoadWindow,
 } from '@sched/store';
 import { Claimer } from './claimer.js';
@@ -25,6 +26,8 @@ import { RateWindow } from './rate-window.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
 const FIRST_WINDOW_MS = 30_000;
+/** Finished jobs deleted per statement by the retention prune. */
+const PRUNE_BATCH = 5_000;
 
 export interface SchedulerDeps {
   config: SchedulerConfig;
@@ -337,8 +340,24 @@ export class Scheduler {
       const n = await pruneOlderThan(this.d.pool, 'outbox', this.d.config.outboxRetentionMs);
       this.d.metrics.outboxPruned.inc(n);
       await pruneOlderThan(this.d.pool, 'command_applied', this.d.config.commandDedupRetentionMs);
+      await this.pruneFinished();
     } catch (err) {
       this.d.log.warn({ err }, 'prune failed');
+    }
+  }
+
+  /**
+   * Finished jobs past the retention, in batches of 5,000 (each its own short transaction) for at
+   * most 5 s a run, so that a backlog of them goes over a few runs without holding the loop.
+   */
+  private async pruneFinished(): Promise<void> {
+    const retentionMs = this.d.config.finishedJobRetentionMs;
+    if (retentionMs === 0) return;
+    const until = Date.now() + 5_000;
+    for (;;) {
+      const n = await pruneFinishedJobs(this.d.pool, retentionMs, PRUNE_BATCH);
+      this.d.metrics.finishedJobsPruned.inc(n);
+      if (n < PRUNE_BATCH || Date.now() >= until || this.stopping) return;
     }
   }
 

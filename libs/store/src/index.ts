@@ -24,6 +24,7 @@ export {
   pruneOlderThan,
 } from './job-claim.js';
 export type { ClaimedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
+export { pruneFinishedJobs } from './retention.js';
 export {
   leaseAcquire,
   leaseAcquireMany,
