@@ -116,6 +116,19 @@ class BullmqSession implements SystemSession {
     return { storeBytes: used, detail: { redisUsedMemory: used } };
   }
 
+  async ranPerStore(log: StartLog, indexes: number[]): Promise<number> {
+    if (indexes.length === 0) return 0;
+    // Completed jobs are removed (removeOnComplete), so "started" is told from "never started": a
+    // job still delayed or waiting never ran; any other (active, stalled, completed and gone) did.
+    const notYet = new Set<number>();
+    const pending = await this.queue.getJobs(['delayed', 'waiting', 'prioritized', 'wait']);
+    for (const j of pending) {
+      const d = j?.data as { r?: number; i?: number } | undefined;
+      if (d?.r === log.tag && typeof d.i === 'number') notYet.add(d.i);
+    }
+    return indexes.filter((i) => !notYet.has(i)).length;
+  }
+
   async kill9AndRestart(_target: RecoveryTarget) {
     const killedAtMs = Date.now();
     await this.worker.kill9();

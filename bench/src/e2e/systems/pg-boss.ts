@@ -167,6 +167,18 @@ class PgBossSession implements SystemSession {
     };
   }
 
+  async ranPerStore(log: StartLog, indexes: number[]): Promise<number> {
+    if (indexes.length === 0) return 0;
+    // A job a worker fetched is `active` (or past it); one never fetched is `created` or `retry`.
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${PGBOSS_SCHEMA}.job
+       WHERE name = $1 AND (data->>'r')::bigint = $2 AND (data->>'i')::int = ANY($3::int[])
+         AND state NOT IN ('created', 'retry')`,
+      [this.queue, log.tag, indexes],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
   async kill9AndRestart(_target: RecoveryTarget) {
     const killedAtMs = Date.now();
     await this.worker.kill9();

@@ -77,8 +77,17 @@ async function once(
         if (log.due[i]! < k.killedAtMs + 30_000) worstAfter = Math.max(worstAfter, lag);
       }
       const recoveryMs = Number.isFinite(firstOnTime) ? firstOnTime - k.killedAtMs : NaN;
+      // A job whose start report died with a killed worker was not lost: the system's own store
+      // says it started (and its lease or stall timer runs it again later). Lost = never started.
+      let unreported = 0;
+      if (log.lost > 0 && s.ranPerStore) {
+        const unseen: number[] = [];
+        for (let i = 0; i < log.n; i++) if (Number.isNaN(log.first[i]!)) unseen.push(i);
+        unreported = await s.ranPerStore(log, unseen);
+      }
+      const lost = log.lost - unreported;
       reps.push({
-        lost: log.lost,
+        lost,
         duplicates: log.duplicates,
         early: log.early,
         recoveryMs: round(recoveryMs),
@@ -87,20 +96,18 @@ async function once(
           onTimeThresholdMs: threshold,
           preKillP99Ms: before.p99,
           worstLagOfJobsDueIn30sAfterKillMs: round(worstAfter),
+          startedButUnreported: unreported,
         },
       });
       ctx.say(
-        `  kill -9 ${target}, rep ${rep + 1}: recovery ${round(recoveryMs)} ms (on time ≤ ${threshold} ms; restart ready after ${k.readyAtMs - k.killedAtMs} ms); lost ${log.lost} dup ${log.duplicates} early ${log.early}; worst lag after kill ${round(worstAfter)} ms`,
+        `  kill -9 ${target}, rep ${rep + 1}: recovery ${round(recoveryMs)} ms (on time ≤ ${threshold} ms; restart ready after ${k.readyAtMs - k.killedAtMs} ms); lost ${lost} dup ${log.duplicates} early ${log.early}; worst lag after kill ${round(worstAfter)} ms`,
       );
       if (log.lost > 0) {
-        const unreported: number[] = [];
-        for (let i = 0; i < log.n; i++) if (Number.isNaN(log.first[i]!)) unreported.push(i);
-        const ran = s.ranPerStore ? await s.ranPerStore(log, unreported) : null;
         notes.push(
           `rep ${rep + 1}: ${log.lost} jobs not seen starting within ${p.graceMs} ms after the window` +
-            (ran === null
-              ? ''
-              : `; the store shows ${ran} of them started (their start report died with the worker)`),
+            (s.ranPerStore
+              ? `; the store shows ${unreported} of them started (their start report died with the worker), so ${lost} lost`
+              : ''),
         );
       }
       ctx.hub.close(log);
