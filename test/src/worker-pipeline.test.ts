@@ -55,4 +55,32 @@ describe('workers: batches end at durable starts, executions are bounded per pro
     expect(most).toBeLessThanOrEqual(2);
     expect(most).toBeGreaterThanOrEqual(1);
   });
+
+  it("a handler's slot is free once it returns, while its completion still waits for the database", async () => {
+    s = await Scenario.create('wslot', 1);
+    await s.startScheduler();
+    await s.startWorker({ SCHED_WORKER_CONCURRENCY: '1' });
+    await s.producer.send([createJob('a', s.queue, Date.now() + 200, { payload: spec({ sleepMs: 1_500 }) })]);
+    await until('a started', 20_000, async () => (await s!.executions('a')).length > 0);
+    // Hold a's job row: its completion (an UPDATE of that row) cannot be written until we let go.
+    const holder = await s.db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM job WHERE job_id = 'a' FOR UPDATE");
+      await s.producer.send([createJob('b', s.queue, Date.now() + 100)]);
+      // With one slot, b can run only if a's slot came back when a's handler returned.
+      await until('b ran while a was still being completed', 30_000, async () =>
+        (await s!.executions('b')).some((e) => e.outcome === 'finished'),
+      );
+      expect((await s.executions('a')).some((e) => e.outcome === 'finished')).toBe(true);
+      expect((await s.jobStates()).get('a')).toBe('RUNNING');
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    await until('both succeeded', 30_000, async () => {
+      const st = await s!.jobStates();
+      return st.get('a') === 'SUCCEEDED' && st.get('b') === 'SUCCEEDED';
+    });
+  });
 });
