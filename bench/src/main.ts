@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { format, resolveConfig } from 'prettier';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BenchSuite } from './bench-suite';
@@ -74,7 +75,10 @@ async function main(argv: readonly string[]): Promise<number> {
   if (jsonFile !== undefined) {
     const report = { suite: suite.name, machine, ...outcome, date: new Date().toISOString() };
     await mkdir(dirname(jsonFile), { recursive: true });
-    await writeFile(jsonFile, `${JSON.stringify(report, null, 2)}\n`);
+    // Laid out as the repository's format check wants, so a result can be committed as written.
+    const options = (await resolveConfig(jsonFile)) ?? {};
+    const text = await format(JSON.stringify(report), { ...options, parser: 'json' });
+    await writeFile(jsonFile, text);
     console.log(`wrote ${jsonFile}`);
   }
   return 0;
