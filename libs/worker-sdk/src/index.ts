@@ -1,4 +1,5 @@
-export { Worker, fingerprint } from './worker.js';
+export { Worker } from './worker.js';
+export { fingerprint } from './completions.js';
 export type { WorkerDeps } from './worker.js';
 export { workerConfig, workerDefaults } from './config.js';
 export type { WorkerConfig, WorkerOptions } from './config.js';
