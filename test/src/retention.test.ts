@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   inTransaction,
   jobCancel,
@@ -10,7 +10,7 @@ import {
   partitionClaim,
   pruneFinishedJobs,
 } from '@sched/store';
-import { isolatedSchema, type IsolatedSchema } from './support/isolation.js';
+import { schemaForSuite } from './support/isolation.js';
 import { createJob, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 import { newJob } from './support/new-job.js';
@@ -20,16 +20,10 @@ import { newJob } from './support/new-job.js';
  * pending, running or dead-lettered is touched, nor anything that ended recently.
  */
 describe('store: finished-job retention against real Postgres', () => {
-  let db: IsolatedSchema;
-  beforeAll(async () => {
-    db = await isolatedSchema('retain');
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = schemaForSuite('retain');
 
   it('deletes jobs that ended before the retention, with their attempts, in bounded batches', async () => {
-    const own = await partitionClaim(db.pool, 0, 'sched');
+    const own = await partitionClaim(db().pool, 0, 'sched');
     const due = Date.now() - 5;
     const ids = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}-${i}`);
     const run = ids('old-ok', 30); // succeeded long ago: pruned
@@ -37,17 +31,17 @@ describe('store: finished-job retention against real Postgres', () => {
     const cancelled = ids('old-cancel', 4); // cancelled long ago: pruned
     const pending = ids('pending', 3); // never due yet: kept
     const dead = ids('dead', 2); // dead long ago: kept (dead-letter queue)
-    await inTransaction(db.pool, (c) =>
+    await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 0, own.epoch, [
         ...[...run, ...recent, ...cancelled, ...dead].map((id) => newJob(id, due)),
         ...pending.map((id) => newJob(id, Date.now() + 3_600_000)),
       ]),
     );
-    const claimed = await inTransaction(db.pool, (c) =>
+    const claimed = await inTransaction(db().pool, (c) =>
       jobClaimDue(c, 0, own.epoch, [...run, ...recent], 60_000),
     );
     const leases = await leaseAcquireMany(
-      db.pool,
+      db().pool,
       'w1',
       60_000,
       claimed.map((j) => ({
@@ -60,15 +54,17 @@ describe('store: finished-job retention against real Postgres', () => {
     expect(
       (
         await jobSucceedMany(
-          db.pool,
+          db().pool,
           [...leases.values()].map((lease) => ({ lease })),
         )
       ).size,
     ).toBe(35);
-    await inTransaction(db.pool, (c) => jobCancel(c, 0, own.epoch, cancelled));
-    await db.pool.query(`UPDATE job SET state = 'DEAD', finished_at = now() WHERE job_id = ANY($1)`, [dead]);
+    await inTransaction(db().pool, (c) => jobCancel(c, 0, own.epoch, cancelled));
+    await db().pool.query(`UPDATE job SET state = 'DEAD', finished_at = now() WHERE job_id = ANY($1)`, [
+      dead,
+    ]);
     // Age everything that ended, except the recent ones, by eight days.
-    await db.pool.query(
+    await db().pool.query(
       `UPDATE job SET finished_at = finished_at - interval '8 days'
        WHERE finished_at IS NOT NULL AND NOT (job_id = ANY($1))`,
       [recent],
@@ -76,16 +72,16 @@ describe('store: finished-job retention against real Postgres', () => {
     const week = 7 * 24 * 3600_000;
     // Batches of 10: 34 due for pruning go in four statements.
     const counts: number[] = [];
-    for (let n = -1; n !== 0;) counts.push((n = await pruneFinishedJobs(db.pool, week, 10)));
+    for (let n = -1; n !== 0;) counts.push((n = await pruneFinishedJobs(db().pool, week, 10)));
     expect(counts).toEqual([10, 10, 10, 4, 0]);
-    const { rows } = await db.pool.query<{ job_id: string }>('SELECT job_id FROM job ORDER BY job_id');
+    const { rows } = await db().pool.query<{ job_id: string }>('SELECT job_id FROM job ORDER BY job_id');
     expect(rows.map((r) => r.job_id)).toEqual([...dead, ...recent, ...pending].sort());
-    const att = await db.pool.query<{ job_id: string }>('SELECT job_id FROM attempt ORDER BY job_id');
+    const att = await db().pool.query<{ job_id: string }>('SELECT job_id FROM attempt ORDER BY job_id');
     expect(att.rows.map((r) => r.job_id)).toEqual([...recent].sort());
   });
 
   it('finds the jobs to prune by the finished-jobs index (its predicate matches the query)', async () => {
-    const client = await db.pool.connect();
+    const client = await db().pool.connect();
     try {
       // A tiny test table would be scanned whatever the indexes; forbid that to see the index is usable.
       await client.query('SET enable_seqscan = off');

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DISPATCH_TOPIC_PREFIX,
   ensureStackUp,
@@ -10,7 +10,7 @@ import {
   startService,
   stopService,
 } from '@sched/local-stack';
-import { isolatedSchema, uniqueName, type IsolatedSchema } from './support/isolation.js';
+import { schemaForSuite, uniqueName } from './support/isolation.js';
 
 // The local stack itself: every service healthy, `status` exits non-zero when one is down, and
 // the outbox path end to end (a table published after the connector started, bytes and headers intact).
@@ -51,13 +51,7 @@ describe('local stack', () => {
   });
 
   describe('an outbox row in a schema published after the connector started', () => {
-    let db: IsolatedSchema;
-    beforeAll(async () => {
-      db = await isolatedSchema('t_stack'); // migrates, then ALTER PUBLICATION sched_outbox ADD TABLE
-    });
-    afterAll(async () => {
-      await db?.drop();
-    });
+    const db = schemaForSuite('t_stack'); // migrates, then ALTER PUBLICATION sched_outbox ADD TABLE
 
     it('arrives on sched.dispatch.<queue> with the same key, value bytes and headers', async () => {
       const queue = uniqueName('stack').replace(/_/g, '-');
@@ -65,7 +59,7 @@ describe('local stack', () => {
       const id = randomUUID();
       // Confluent framing (magic 0, schema id 7) then bytes that are not valid UTF-8.
       const payload = Buffer.from([0x00, 0x00, 0x00, 0x00, 0x07, 0xff, 0xfe, 0x00, 0x80, 0x01]);
-      await db.pool.query(
+      await db().pool.query(
         `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
          VALUES ($1, $2, $3, 'JobDue', $4, $3, 3, 2, 9007199254740, 'tenant-a')`,
         [id, `dispatch.${queue}`, `job-${id}`, payload],

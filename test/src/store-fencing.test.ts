@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   FencedError,
   inTransaction,
@@ -10,50 +10,46 @@ import {
   partitionAdvanceOffset,
   partitionClaim,
 } from '@sched/store';
-import { isolatedSchema, type IsolatedSchema } from './support/isolation.js';
+import { schemaForSuite } from './support/isolation.js';
 import { newJob } from './support/new-job.js';
 
 const job = newJob;
 
 describe('store: fencing and claims against real Postgres', () => {
-  let db: IsolatedSchema;
-  beforeAll(async () => {
-    db = await isolatedSchema('store');
-  });
-  afterAll(async () => {
-    await db?.drop();
-  });
+  const db = schemaForSuite('store');
 
   it('a new owner bumps the epoch and every write of the old one matches nothing', async () => {
-    const a = await partitionClaim(db.pool, 0, 'a');
-    const b = await partitionClaim(db.pool, 0, 'b');
+    const a = await partitionClaim(db().pool, 0, 'a');
+    const b = await partitionClaim(db().pool, 0, 'b');
     expect(b.epoch).toBe(a.epoch + 1);
-    const created = await inTransaction(db.pool, (c) =>
+    const created = await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 0, a.epoch, [job('stale-1', Date.now())]),
     );
     expect(created.size).toBe(0);
     await expect(
-      inTransaction(db.pool, (c) => partitionAdvanceOffset(c, 0, a.epoch, 5)),
+      inTransaction(db().pool, (c) => partitionAdvanceOffset(c, 0, a.epoch, 5)),
     ).rejects.toBeInstanceOf(FencedError);
-    const ok = await inTransaction(db.pool, (c) =>
+    const ok = await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 0, b.epoch, [job('fresh-1', Date.now() - 10)]),
     );
     expect([...ok]).toEqual(['fresh-1']);
-    expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 0, a.epoch, ['fresh-1'], 60_000))).toEqual([]);
-    const claimed = await inTransaction(db.pool, (c) => jobClaimDue(c, 0, b.epoch, ['fresh-1'], 60_000));
+    expect(await inTransaction(db().pool, (c) => jobClaimDue(c, 0, a.epoch, ['fresh-1'], 60_000))).toEqual(
+      [],
+    );
+    const claimed = await inTransaction(db().pool, (c) => jobClaimDue(c, 0, b.epoch, ['fresh-1'], 60_000));
     expect(claimed.map((j) => j.jobId)).toEqual(['fresh-1']);
     expect(claimed[0]!.claimedAtMs).toBeGreaterThanOrEqual(claimed[0]!.dueAtMs);
     expect(claimed[0]!.attempt).toBe(1);
   });
 
   it('an epoch bump waits for the in-flight transaction of the old owner', async () => {
-    const own = await partitionClaim(db.pool, 1, 'a');
-    const client = await db.pool.connect();
+    const own = await partitionClaim(db().pool, 1, 'a');
+    const client = await db().pool.connect();
     try {
       await client.query('BEGIN');
       await partitionAdvanceOffset(client, 1, own.epoch, 1);
       let bumped = false;
-      const bump = partitionClaim(db.pool, 1, 'b').then((r) => {
+      const bump = partitionClaim(db().pool, 1, 'b').then((r) => {
         bumped = true;
         return r;
       });
@@ -65,24 +61,24 @@ describe('store: fencing and claims against real Postgres', () => {
     } finally {
       client.release();
     }
-    const { rows } = await db.pool.query('SELECT job_id FROM job WHERE job_id = $1', ['inflight-1']);
+    const { rows } = await db().pool.query('SELECT job_id FROM job WHERE job_id = $1', ['inflight-1']);
     expect(rows).toHaveLength(1);
   });
 
   it('an in-flight claim delays an epoch bump but never an apply of the same partition', async () => {
-    const own = await partitionClaim(db.pool, 5, 'a');
-    await inTransaction(db.pool, (c) => jobCreateBatch(c, 5, own.epoch, [job('kf-1', Date.now() - 1)]));
-    const claimTx = await db.pool.connect();
+    const own = await partitionClaim(db().pool, 5, 'a');
+    await inTransaction(db().pool, (c) => jobCreateBatch(c, 5, own.epoch, [job('kf-1', Date.now() - 1)]));
+    const claimTx = await db().pool.connect();
     try {
       await claimTx.query('BEGIN');
       expect(await jobClaimDue(claimTx, 5, own.epoch, ['kf-1'], 60_000)).toHaveLength(1); // holds the fence
       // The owner's apply goes through meanwhile (no lock conflict between its own writes)…
       const t0 = Date.now();
-      await inTransaction(db.pool, (c) => partitionAdvanceOffset(c, 5, own.epoch, 7));
+      await inTransaction(db().pool, (c) => partitionAdvanceOffset(c, 5, own.epoch, 7));
       expect(Date.now() - t0).toBeLessThan(1_000);
       // …but a new owner's bump waits for the claim to end.
       let bumped = false;
-      const bump = partitionClaim(db.pool, 5, 'b').then((r) => ((bumped = true), r));
+      const bump = partitionClaim(db().pool, 5, 'b').then((r) => ((bumped = true), r));
       await new Promise((r) => setTimeout(r, 300));
       expect(bumped).toBe(false);
       await claimTx.query('COMMIT');
@@ -93,40 +89,40 @@ describe('store: fencing and claims against real Postgres', () => {
   });
 
   it('never claims a job before its due time in database time', async () => {
-    const own = await partitionClaim(db.pool, 2, 'a');
-    await inTransaction(db.pool, (c) =>
+    const own = await partitionClaim(db().pool, 2, 'a');
+    await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 2, own.epoch, [job('future-1', Date.now() + 5_000)]),
     );
-    expect(await inTransaction(db.pool, (c) => jobClaimDue(c, 2, own.epoch, ['future-1'], 60_000))).toEqual(
+    expect(await inTransaction(db().pool, (c) => jobClaimDue(c, 2, own.epoch, ['future-1'], 60_000))).toEqual(
       [],
     );
     expect(
-      await inTransaction(db.pool, (c) =>
+      await inTransaction(db().pool, (c) =>
         jobReconcileDue(c, [{ partition: 2, epoch: own.epoch }], 100, 60_000, 0),
       ),
     ).toEqual([]);
   });
 
   it('reconciliation skips rows locked by a concurrent claimer instead of blocking', async () => {
-    const own = await partitionClaim(db.pool, 3, 'a');
+    const own = await partitionClaim(db().pool, 3, 'a');
     const due = Date.now() - 10_000;
-    await inTransaction(db.pool, (c) =>
+    await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 3, own.epoch, [job('r-1', due), job('r-2', due + 1), job('r-3', due + 2)]),
     );
-    const holder = await db.pool.connect();
+    const holder = await db().pool.connect();
     try {
       await holder.query('BEGIN');
       await holder.query("SELECT 1 FROM job WHERE job_id = 'r-1' FOR UPDATE");
       const t0 = Date.now();
-      const got = await inTransaction(db.pool, (c) =>
+      const got = await inTransaction(db().pool, (c) =>
         jobReconcileDue(c, [{ partition: 3, epoch: own.epoch }], 10, 60_000, 0),
       );
       expect(Date.now() - t0).toBeLessThan(2_000);
       expect(got.map((j) => j.jobId).sort()).toEqual(['r-2', 'r-3']);
       // A stale epoch takes no part.
-      await db.pool.query("UPDATE job SET state = 'SCHEDULED' WHERE job_id IN ('r-2','r-3')");
+      await db().pool.query("UPDATE job SET state = 'SCHEDULED' WHERE job_id IN ('r-2','r-3')");
       expect(
-        await inTransaction(db.pool, (c) =>
+        await inTransaction(db().pool, (c) =>
           jobReconcileDue(c, [{ partition: 3, epoch: own.epoch - 1 }], 10, 60_000, 0),
         ),
       ).toEqual([]);
@@ -137,26 +133,26 @@ describe('store: fencing and claims against real Postgres', () => {
   });
 
   it('the lease reaper returns an expired dispatch to SCHEDULED with the attempt counted', async () => {
-    const own = await partitionClaim(db.pool, 4, 'a');
-    await inTransaction(db.pool, (c) => jobCreateBatch(c, 4, own.epoch, [job('lease-1', Date.now() - 1)]));
-    await inTransaction(db.pool, (c) => jobClaimDue(c, 4, own.epoch, ['lease-1'], 1));
+    const own = await partitionClaim(db().pool, 4, 'a');
+    await inTransaction(db().pool, (c) => jobCreateBatch(c, 4, own.epoch, [job('lease-1', Date.now() - 1)]));
+    await inTransaction(db().pool, (c) => jobClaimDue(c, 4, own.epoch, ['lease-1'], 1));
     await new Promise((r) => setTimeout(r, 50));
-    const reaped = await inTransaction(db.pool, (c) => leaseReap(c, 4, own.epoch, 10, 0));
+    const reaped = await inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch, 10, 0));
     expect(reaped).toEqual([expect.objectContaining({ jobId: 'lease-1', attempt: 1, state: 'SCHEDULED' })]);
-    const stale = await inTransaction(db.pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
+    const stale = await inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
     expect(stale).toEqual([]);
   });
 
   it('a claim across partitions reports which epochs are current and claims only theirs', async () => {
-    const a = await partitionClaim(db.pool, 7, 'x');
-    const b = await partitionClaim(db.pool, 8, 'x');
+    const a = await partitionClaim(db().pool, 7, 'x');
+    const b = await partitionClaim(db().pool, 8, 'x');
     const now = Date.now() - 5;
-    await inTransaction(db.pool, (c) => jobCreateBatch(c, 7, a.epoch, [job('across-7', now)]));
-    await inTransaction(db.pool, (c) =>
+    await inTransaction(db().pool, (c) => jobCreateBatch(c, 7, a.epoch, [job('across-7', now)]));
+    await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 8, b.epoch, [job('across-8', now), job('later-8', now + 60_000)]),
     );
-    const b2 = await partitionClaim(db.pool, 8, 'y'); // partition 8 moves on: x's epoch is stale
-    const out = await inTransaction(db.pool, (c) =>
+    const b2 = await partitionClaim(db().pool, 8, 'y'); // partition 8 moves on: x's epoch is stale
+    const out = await inTransaction(db().pool, (c) =>
       jobClaimDueAcross(
         c,
         [
@@ -171,12 +167,12 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(out.claimed.map((j) => [j.jobId, j.partition, j.epoch])).toEqual([['across-7', 7, a.epoch]]);
     expect(out.nowMs).toBeGreaterThanOrEqual(now);
     // The current owner of 8 claims its due job; the one not yet due stays.
-    const mine = await inTransaction(db.pool, (c) =>
+    const mine = await inTransaction(db().pool, (c) =>
       jobClaimDueAcross(c, [{ partition: 8, epoch: b2.epoch }], ['across-8', 'later-8'], 60_000),
     );
     expect(mine.claimed.map((j) => j.jobId)).toEqual(['across-8']);
     // Nothing due: still one answer, with database time and the current epochs.
-    const none = await inTransaction(db.pool, (c) =>
+    const none = await inTransaction(db().pool, (c) =>
       jobClaimDueAcross(c, [{ partition: 8, epoch: b2.epoch }], ['later-8'], 60_000),
     );
     expect(none.claimed).toEqual([]);

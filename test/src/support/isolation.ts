@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { stackEndpoints } from '@sched/local-stack';
@@ -35,5 +36,23 @@ export async function isolatedSchema(prefix = 't'): Promise<IsolatedSchema> {
       await pool.end();
       await dropSchema(databaseUrl, schema);
     },
+  };
+}
+
+/**
+ * A schema of its own for the enclosing `describe`: migrated before its tests, dropped after them.
+ * Returns an accessor (the schema exists only once `beforeAll` has run).
+ */
+export function schemaForSuite(prefix: string): () => IsolatedSchema {
+  let db: IsolatedSchema | undefined;
+  beforeAll(async () => {
+    db = await isolatedSchema(prefix);
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+  return () => {
+    if (!db) throw new Error(`schema for ${prefix} not created yet (use it inside a test)`);
+    return db;
   };
 }
