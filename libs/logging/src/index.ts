@@ -56,7 +56,7 @@ export class LogThrottle {
 export async function startupStep<T>(
   log: Pick<Logger, 'warn'>,
   step: string,
-  work: Promise<T> | (() => Promise<T>),
+  work: () => Promise<T>,
   everyMs = 10_000,
 ): Promise<T> {
   const started = Date.now();
@@ -65,7 +65,7 @@ export async function startupStep<T>(
     everyMs,
   );
   try {
-    return await (typeof work === 'function' ? work() : work);
+    return await work();
   } finally {
     clearInterval(timer);
   }

@@ -10,7 +10,12 @@ describe('startupStep', () => {
     vi.useFakeTimers();
     const warn = vi.fn();
     let finish!: (v: number) => void;
-    const p = startupStep({ warn }, 'kafka group join', new Promise<number>((r) => (finish = r)), 1_000);
+    const p = startupStep(
+      { warn },
+      'kafka group join',
+      () => new Promise<number>((r) => (finish = r)),
+      1_000,
+    );
     await vi.advanceTimersByTimeAsync(2_500);
     expect(warn).toHaveBeenCalledTimes(2);
     expect(warn.mock.calls[1]![0]).toMatchObject({ step: 'kafka group join', waitedMs: 2_000 });
