@@ -24,3 +24,11 @@ describe('schedulerConfig: finishedJobRetentionMs', () => {
       );
   });
 });
+
+describe('schedulerConfig: pruneEveryMs', () => {
+  it('defaults to 30 s and refuses zero, negative or fractional periods', () => {
+    expect(schedulerConfig({ ownerId: 'o' }).pruneEveryMs).toBe(30_000);
+    for (const bad of [0, -5, 2.5])
+      expect(() => schedulerConfig({ ownerId: 'o', pruneEveryMs: bad })).toThrow(/pruneEveryMs/);
+  });
+});
