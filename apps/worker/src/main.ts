@@ -33,6 +33,7 @@ const config = workerConfig({
     executionTimeoutMs: { env: 'SCHED_EXECUTION_TIMEOUT_MS', kind: 'int' },
     concurrency: { env: 'SCHED_WORKER_CONCURRENCY', kind: 'int' },
     dbBatchMax: { env: 'SCHED_WORKER_DB_BATCH_MAX', kind: 'int' },
+    completionLingerMs: { env: 'SCHED_WORKER_COMPLETION_LINGER_MS', kind: 'int' },
     sessionTimeoutMs: { env: 'SCHED_WORKER_SESSION_TIMEOUT_MS', kind: 'int' },
     commitIntervalMs: { env: 'SCHED_WORKER_COMMIT_INTERVAL_MS', kind: 'int' },
     poisonAfterReplays: { env: 'SCHED_POISON_AFTER_REPLAYS', kind: 'int' },

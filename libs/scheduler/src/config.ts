@@ -54,6 +54,11 @@ export interface SchedulerOptions {
   applyConcurrency: number;
   /** Longest the clock driver sleeps between checks. */
   maxSleepMs: number;
+  /**
+   * Firing rounds start at least this far apart (0: as soon as an entry is due). Bounds the extra
+   * lateness it can add; in exchange a round carries every job that fell due in the gap.
+   */
+  minRoundGapMs: number;
   /** Emit lifecycle events (sched.events) for cancels, reschedules and dead letters. */
   lifecycleEvents: boolean;
   /** A schedule occurrence later than this is a misfire (handled by the schedule's misfire policy). */
@@ -110,6 +115,7 @@ export const schedulerDefaults: SchedulerOptions = {
   commitIntervalMs: 200,
   applyConcurrency: 4,
   maxSleepMs: 250,
+  minRoundGapMs: 5,
   lifecycleEvents: true,
   misfireThresholdMs: 60_000,
   generateEveryMs: 1_000,
@@ -148,6 +154,8 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
+    if (c.minRoundGapMs > 100) problem('minRoundGapMs above 100 ms delays every job that much; use ≤ 100');
     requireNonNegativeInt(problem, 'finishedJobRetentionMs', c.finishedJobRetentionMs);
     if (c.horizonExtendEveryMs >= c.horizonMs)
       problem('horizonExtendEveryMs must be smaller than horizonMs, or jobs slip past the wheel');
@@ -184,6 +192,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   observeDispatch: { env: 'SCHED_OBSERVE_DISPATCH', kind: 'bool' },
   dispatchOnCreate: { env: 'SCHED_DISPATCH_ON_CREATE', kind: 'bool' },
   slowRoundMs: { env: 'SCHED_SLOW_ROUND_MS', kind: 'int' },
+  minRoundGapMs: { env: 'SCHED_MIN_ROUND_GAP_MS', kind: 'int' },
   finishedJobRetentionMs: { env: 'SCHED_FINISHED_JOB_RETENTION_MS', kind: 'int' },
   pruneEveryMs: { env: 'SCHED_PRUNE_EVERY_MS', kind: 'int' },
 };

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from '@sched/logging';
 import type { Claimer, ClaimGroup, RoundOutcome } from './claimer.js';
 import { schedulerConfig } from './config.js';
@@ -65,7 +65,7 @@ async function runOnce(claimMs: number, slowRoundMs: number, jobs = 1) {
   const metrics = createSchedulerMetrics('test');
   const driver = new FiringDriver({
     // One job per round, so `jobs` jobs make `jobs` rounds (two in flight at once).
-    config: schedulerConfig({ slowRoundMs, claimBatchSize: 1 }),
+    config: schedulerConfig({ slowRoundMs, claimBatchSize: 1, minRoundGapMs: 0 }),
     claimer: slowClaimer(claimMs, seen),
     generator: {} as ScheduleGenerator,
     metrics,
@@ -105,5 +105,59 @@ describe('FiringDriver slow-round report', () => {
     expect(slowCount).toBe(4);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.obj).toMatchObject({ leftOutSinceLast: 0 });
+  });
+});
+
+describe('FiringDriver round gap', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** Job a due now, job b due 1 ms later; returns which jobs each round claimed at which fake times. */
+  async function twoJobs(minRoundGapMs: number, checkAtMs: number[]) {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'Date'] });
+    const t0 = Date.now();
+    const rt = new PartitionRuntime(0, 1, -1, arrayIndex());
+    rt.index.upsert('a', t0);
+    rt.index.upsert('b', t0 + 1);
+    const seen: ClaimGroup[][] = [];
+    const driver = new FiringDriver({
+      config: schedulerConfig({ minRoundGapMs }),
+      claimer: slowClaimer(0, seen),
+      generator: {} as ScheduleGenerator,
+      metrics: createSchedulerMetrics('test'),
+      log: recordingLog([]),
+      runtimes: () => [rt],
+      release: () => undefined,
+      applyGeneration: () => undefined,
+    });
+    driver.fireDue();
+    driver.arm();
+    const rounds: string[][][] = [];
+    let at = 0;
+    for (const t of checkAtMs) {
+      await vi.advanceTimersByTimeAsync(t - at);
+      at = t;
+      rounds.push(seen.map((g) => g.flatMap((x) => x.entries.map((e) => e.jobId))));
+    }
+    driver.stop();
+    return rounds;
+  }
+
+  it('without a gap, fires each job in its own round as it falls due', async () => {
+    const rounds = await twoJobs(0, [5]);
+    expect(rounds[0]).toEqual([['a'], ['b']]);
+  });
+
+  it('with a gap, the next round waits for it and then carries what fell due meanwhile', async () => {
+    const rounds = await twoJobs(20, [5, 19, 25]);
+    expect(rounds[0]).toEqual([['a']]);
+    expect(rounds[1]).toEqual([['a']]);
+    expect(rounds[2]).toEqual([['a'], ['b']]);
+  });
+
+  it('refuses a negative or an excessive gap', () => {
+    expect(() => schedulerConfig({ minRoundGapMs: -1 })).toThrow(/minRoundGapMs/);
+    expect(() => schedulerConfig({ minRoundGapMs: 500 })).toThrow(/minRoundGapMs/);
   });
 });

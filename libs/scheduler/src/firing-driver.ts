@@ -36,6 +36,8 @@ export class FiringDriver {
   private armedAt = Infinity;
   private roundsInFlight = 0;
   private roundCursor = 0;
+  /** When the last firing round started (Date.now()): rounds start at least `minRoundGapMs` apart. */
+  private lastRoundAt = -Infinity;
   private stopping = false;
   private readonly slowLog = new LogThrottle(SLOW_LOG_EVERY_MS);
 
@@ -52,7 +54,10 @@ export class FiringDriver {
     if (this.stopping) return;
     let next = Infinity;
     for (const rt of this.d.runtimes()) next = Math.min(next, rt.index.nextDueMs());
-    const at = Math.min(next, Date.now() + this.d.config.maxSleepMs);
+    const at = Math.max(
+      Math.min(next, Date.now() + this.d.config.maxSleepMs),
+      this.lastRoundAt + this.d.config.minRoundGapMs,
+    );
     if (!force && this.timer && at >= this.armedAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.armedAt = at;
@@ -71,12 +76,17 @@ export class FiringDriver {
    * Starts firing rounds while some owned partition has expired entries, at most
    * `claimConcurrency` at once. A round takes the due entries of every partition (at most
    * `claimBatchSize` in all, partitions served in rotating order) and claims them in one
-   * transaction, so the number of transactions follows the load, not the partition count.
+   * transaction, so the number of transactions follows the load, not the partition count. Rounds
+   * start at least `minRoundGapMs` apart: at a steady trickle (1,000 due/s) a round per
+   * millisecond would carry one job and pay a transaction, a WAL flush and four round trips for it;
+   * waiting the gap lets a round carry what fell due meanwhile (a backlog fills whole batches anyway).
    */
   fireDue(): void {
     while (this.roundsInFlight < this.d.config.claimConcurrency && !this.stopping) {
+      if (Date.now() < this.lastRoundAt + this.d.config.minRoundGapMs) return; // arm() waits for the gap
       const groups = this.collectDue();
       if (groups.length === 0) return;
+      this.lastRoundAt = Date.now();
       this.roundsInFlight++;
       this.round(groups)
         .catch((err: unknown) =>

@@ -55,6 +55,7 @@ export class Completions {
       },
       d.config.dbBatchMax,
       2,
+      d.config.completionLingerMs,
     );
   }
 

@@ -20,6 +20,11 @@ export interface WorkerOptions {
   concurrency: number;
   /** Most lease starts (and, separately, successful completions) written in one database statement. */
   dbBatchMax: number;
+  /**
+   * A successful completion waits up to this long to share its statement (and commit) with others
+   * (0: one event-loop turn). Nobody waits on it: the job is already done, only its row is not.
+   */
+  completionLingerMs: number;
   dedupeCapacity: number;
   /** A dead letter that failed the same way after this many replays is quarantined. */
   poisonAfterReplays: number;
@@ -49,6 +54,7 @@ export const workerDefaults: WorkerOptions = {
   executionTimeoutMs: 15 * 60_000,
   concurrency: 256,
   dbBatchMax: 500,
+  completionLingerMs: 25,
   dedupeCapacity: 100_000,
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
@@ -74,6 +80,9 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'completionLingerMs', c.completionLingerMs);
+    if (c.completionLingerMs * 2 > c.heartbeatEveryMs)
+      problem('completionLingerMs must be at most half of heartbeatEveryMs');
     if (!['all', 'failures', 'none'].includes(c.lifecycleEvents))
       problem('lifecycleEvents must be all, failures or none');
     if (c.heartbeatEveryMs * 2 > c.leaseTtlMs)

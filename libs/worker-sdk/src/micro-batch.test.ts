@@ -1,5 +1,48 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
+
+describe('MicroBatcher linger', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  function recorder(maxBatch: number, lingerMs: number) {
+    const calls: number[][] = [];
+    const b = new MicroBatcher<number, number>(
+      async (xs) => {
+        calls.push(xs);
+        return xs;
+      },
+      maxBatch,
+      2,
+      lingerMs,
+    );
+    return { b, calls };
+  }
+
+  it('holds a lone item for lingerMs so later ones share its flush', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+    const { b, calls } = recorder(100, 10);
+    const first = b.submit(1);
+    await vi.advanceTimersByTimeAsync(6);
+    expect(calls).toEqual([]);
+    const second = b.submit(2);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(calls).toEqual([[1, 2]]);
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+  });
+
+  it('sends a full batch at once, without waiting', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+    const { b, calls } = recorder(3, 1_000);
+    const all = Promise.all([1, 2, 3, 4].map((x) => b.submit(x)));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls).toEqual([[1, 2, 3]]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(calls).toEqual([[1, 2, 3], [4]]);
+    expect(await all).toEqual([1, 2, 3, 4]);
+  });
+});
 
 describe('MicroBatcher', () => {
   it('coalesces submissions of one turn into one flush, each caller getting its own result', async () => {

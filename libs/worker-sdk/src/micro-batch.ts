@@ -3,7 +3,9 @@
  * result; items submitted while earlier batches are in flight (or within the same event-loop turn)
  * go out together in one `flush` call of at most `maxBatch` items, with at most `maxInFlight` calls
  * outstanding. Latency for a lone item is one event-loop turn; under load, one database round trip
- * (and one commit) serves a whole batch.
+ * (and one commit) serves a whole batch. With `lingerMs` > 0 a lone item waits that long for
+ * company instead (a full batch still goes at once): for writes nobody waits on, such as
+ * completions, where a trickle of one-job commits would cost a round trip and a WAL flush each.
  */
 export class MicroBatcher<I, O> {
   private queue: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
@@ -14,6 +16,7 @@ export class MicroBatcher<I, O> {
     private readonly flush: (items: I[]) => Promise<O[]>,
     private readonly maxBatch: number,
     private readonly maxInFlight: number,
+    private readonly lingerMs = 0,
   ) {}
 
   /** Items waiting for a batch (for metrics and tests). */
@@ -24,14 +27,19 @@ export class MicroBatcher<I, O> {
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => {
-          this.scheduled = false;
-          this.pump();
-        });
-      }
+      if (this.lingerMs > 0 && this.queue.length >= this.maxBatch) this.pump();
+      else if (!this.scheduled) this.schedule();
     });
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    const go = () => {
+      this.scheduled = false;
+      this.pump();
+    };
+    if (this.lingerMs > 0) setTimeout(go, this.lingerMs);
+    else setImmediate(go);
   }
 
   private pump(): void {
@@ -56,7 +64,9 @@ export class MicroBatcher<I, O> {
         )
         .finally(() => {
           this.inFlight--;
-          this.pump();
+          // Lingering: what is queued goes now only if its wait is over (no timer pending) or it
+          // fills a batch; otherwise the pending timer sends it.
+          if (this.lingerMs === 0 || !this.scheduled || this.queue.length >= this.maxBatch) this.pump();
         });
     }
   }
