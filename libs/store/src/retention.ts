@@ -2,7 +2,8 @@ import type pg from 'pg';
 
 /**
  * finished_job_prune: deletes up to `batch` jobs that ended (SUCCEEDED, CANCELLED, EXPIRED) more
- * than `retentionMs` ago, with their attempt rows (ON DELETE CASCADE). DEAD jobs are never pruned
+ * than `retentionMs` ago, with their attempt rows (in the same statement: attempts have no foreign key,
+ * see migration 006) and their dead-letter rows (ON DELETE CASCADE). DEAD jobs are never pruned
  * (the dead-letter queue owns them), nor anything pending, dispatched or running. Rows another
  * transaction holds are skipped, so several schedulers can prune at once. Returns how many went.
  */
@@ -13,14 +14,20 @@ export async function pruneFinishedJobs(
 ): Promise<number> {
   const res = await pool.query({
     name: 'finished_job_prune',
-    text: `DELETE FROM job WHERE job_id IN (
-       SELECT job_id FROM job
-       WHERE state IN ('SUCCEEDED', 'CANCELLED', 'EXPIRED')
-         AND finished_at < now() - $1 * interval '1 millisecond'
-       ORDER BY finished_at
-       LIMIT $2
-       FOR UPDATE SKIP LOCKED)`,
+    text: `WITH gone AS (
+       DELETE FROM job WHERE job_id IN (
+         SELECT job_id FROM job
+         WHERE state IN ('SUCCEEDED', 'CANCELLED', 'EXPIRED')
+           AND finished_at < now() - $1 * interval '1 millisecond'
+         ORDER BY finished_at
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED)
+       RETURNING job_id),
+     attempts AS (
+       -- By key from the list (attempt_job_idx), never a scan of the attempt table.
+       DELETE FROM attempt WHERE job_id = ANY(ARRAY(SELECT job_id FROM gone)))
+     SELECT count(*)::int AS n FROM gone`,
     values: [retentionMs, batch],
   });
-  return res.rowCount ?? 0;
+  return (res.rows[0] as { n: number } | undefined)?.n ?? 0;
 }
