@@ -132,6 +132,39 @@ describe('store: fencing and claims against real Postgres', () => {
     }
   });
 
+  it('a firing round skips a job row another transaction holds instead of waiting for it', async () => {
+    const own = await partitionClaim(db().pool, 5, 'a');
+    const due = Date.now() - 10;
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(c, 5, own.epoch, [job('held-1', due), job('held-2', due), job('held-3', due)]),
+    );
+    const holder = await db().pool.connect();
+    try {
+      // As the reconciler's catch-up would, mid-claim.
+      await holder.query('BEGIN');
+      await holder.query("SELECT 1 FROM job WHERE job_id = 'held-2' FOR UPDATE");
+      const out = await inTransaction(db().pool, async (c) => {
+        // Waiting for the held row would fail the statement rather than hang the test.
+        await c.query("SET LOCAL lock_timeout = '2s'");
+        return jobClaimDueAcross(
+          c,
+          [{ partition: 5, epoch: own.epoch }],
+          ['held-1', 'held-2', 'held-3'],
+          60_000,
+        );
+      });
+      expect(out.claimed.map((j) => j.jobId).sort()).toEqual(['held-1', 'held-3']);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    // Released and still SCHEDULED: the next claim (or the reconciler) takes it.
+    const later = await inTransaction(db().pool, (c) =>
+      jobClaimDueAcross(c, [{ partition: 5, epoch: own.epoch }], ['held-2'], 60_000),
+    );
+    expect(later.claimed.map((j) => j.jobId)).toEqual(['held-2']);
+  });
+
   it('the lease reaper returns an expired dispatch to SCHEDULED with the attempt counted', async () => {
     const own = await partitionClaim(db().pool, 4, 'a');
     await inTransaction(db().pool, (c) => jobCreateBatch(c, 4, own.epoch, [job('lease-1', Date.now() - 1)]));

@@ -121,19 +121,26 @@ export async function jobClaimDueAcross(
        FOR KEY SHARE OF po),
      -- By primary key per id (locking, in id order), then ANY(...): no plan may walk every due row
      -- of the owned partitions (job_due_idx), which stale statistics invited and which grows with
-     -- the backlog (see the note on plans in lease.ts).
+     -- the backlog (see the note on plans in lease.ts). SKIP LOCKED: a row another transaction
+     -- holds is being claimed by the reconciler's catch-up (which takes overdue rows while a
+     -- backlog of wheel rounds works through them), or changed by a command whose apply updates
+     -- the wheel itself; waiting for it cost a 100k burst ~90 µs per row. A skipped job that stays
+     -- SCHEDULED is the reconciler's (the index is not the truth).
      target AS (
        SELECT j.job_id, j.partition
        FROM (SELECT DISTINCT unnest($3::text[]) AS job_id ORDER BY 1) ids
        CROSS JOIN LATERAL (
-         SELECT job_id, partition, state, due_at FROM job WHERE job_id = ids.job_id OFFSET 0 FOR UPDATE) j
+         SELECT job_id, partition, state, due_at FROM job WHERE job_id = ids.job_id OFFSET 0
+         FOR UPDATE SKIP LOCKED) j
        WHERE j.state = 'SCHEDULED' AND j.due_at <= now()),
+     -- One index scan for the whole list: joined to target per row instead, each row's rescan
+     -- re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst).
      claimed AS (
        UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(),
                         claim_epoch = owners.epoch, lease_owner = NULL,
                         lease_until = now() + $4 * interval '1 millisecond'
-       FROM target t JOIN owners ON owners.partition = t.partition
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target)) AND j.job_id = t.job_id
+       FROM owners
+       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target)) AND owners.partition = j.partition
        ${CLAIM_RETURNING}, j.partition, owners.epoch)
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m

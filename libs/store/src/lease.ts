@@ -260,7 +260,10 @@ export async function startsToAskAgain(
  * 100k jobs DISPATCHED while the statistics say a few hundred) the planner otherwise chose to scan
  * every DISPATCHED row through job_lease_idx and hash-join (82 ms instead of 12 ms per 400 starts), or
  * to walk the whole partial index once per requested id (1.4-6.9 s per batch), which stalled a 100k
- * burst at a few hundred starts a second.
+ * burst at a few hundred starts a second. The update is not joined back to the looked-up rows: with
+ * `j.job_id = t.job_id AND j.job_id = ANY(...)` the plan was a nested loop whose every inner rescan
+ * re-prepared (sorted) the whole id array, quadratic in the batch (48 ms for 256 starts in a drain,
+ * where the lookups took 1 ms).
  */
 
 /** One start a worker asks for in a batch (see `leaseAcquireMany`). */
@@ -299,25 +302,29 @@ export async function leaseAcquireMany(
       'lease_acquire_many',
       `WITH req AS (
        SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::uuid[]) AS r(job_id, version, attempt, attempt_id)),
+     -- Locked and checked here, so every target row is updated below: the attempt rows and the
+     -- answer come from target (its values are those before the update, hence generation + 1;
+     -- now() is the same all through the transaction), and the update is one index scan over the
+     -- list, joined to nothing (see the note on plans above).
      target AS (
-       SELECT j.job_id, r.attempt_id
+       SELECT DISTINCT ON (j.job_id) j.*, r.attempt_id
        FROM (SELECT * FROM req ORDER BY job_id) r
        CROSS JOIN LATERAL (
-         SELECT job_id, version, attempt, state FROM job WHERE job_id = r.job_id OFFSET 0 FOR UPDATE) j
-       WHERE j.version = r.version AND j.attempt = r.attempt AND j.state = 'DISPATCHED'),
+         SELECT job_id, version, attempt, state, lease_generation, checkpoint, max_attempts, retry_policy
+         FROM job WHERE job_id = r.job_id OFFSET 0 FOR UPDATE) j
+       WHERE j.version = r.version AND j.attempt = r.attempt AND j.state = 'DISPATCHED'
+       ORDER BY j.job_id),
      acquired AS (
        UPDATE job j SET state = 'RUNNING', lease_owner = $5, lease_generation = j.lease_generation + 1,
                         lease_until = now() + $6 * interval '1 millisecond'
-       FROM target t
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target)) AND j.job_id = t.job_id
-       RETURNING j.job_id, j.attempt, j.version, j.lease_generation, j.lease_until, j.checkpoint,
-                 j.max_attempts, j.retry_policy, t.attempt_id),
+       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))),
      rec AS (
        INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
-       SELECT attempt_id, job_id, attempt, version, $5, lease_generation FROM acquired)
-     SELECT attempt_id, lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts,
+       SELECT attempt_id, job_id, attempt, version, $5, lease_generation + 1 FROM target)
+     SELECT attempt_id, lease_generation + 1 AS lease_generation,
+            ${MS_OF("now() + $6 * interval '1 millisecond'")} AS lease_until_ms, checkpoint, max_attempts,
             retry_policy
-     FROM acquired`,
+     FROM target`,
       [
         requests.map((r) => r.jobId),
         requests.map((r) => r.version),
@@ -376,34 +383,34 @@ export async function jobSucceedMany(
                             $8::int[], $9::text[])
          AS r(job_id, owner, generation, attempt_id, event_id, event_payload, event_version, event_attempt,
               event_tenant)),
+     -- Locked and checked here, so every target row is updated below (one index scan over the
+     -- list, joined to nothing: see the note on plans above); what follows reads target.
      target AS (
-       SELECT r.* FROM (SELECT * FROM rep ORDER BY job_id) r
+       SELECT DISTINCT ON (r.job_id) r.* FROM (SELECT * FROM rep ORDER BY job_id) r
        CROSS JOIN LATERAL (
          SELECT lease_owner, lease_generation, state FROM job WHERE job_id = r.job_id OFFSET 0 FOR UPDATE) j
-       WHERE j.lease_owner = r.owner AND j.lease_generation = r.generation AND j.state = 'RUNNING'),
+       WHERE j.lease_owner = r.owner AND j.lease_generation = r.generation AND j.state = 'RUNNING'
+       ORDER BY r.job_id),
      done AS (
        UPDATE job j SET state = 'SUCCEEDED', finished_at = now(), lease_owner = NULL, lease_until = NULL
-       FROM target t
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target)) AND j.job_id = t.job_id
-       RETURNING j.job_id, t.attempt_id, t.event_id, t.event_payload, t.event_version, t.event_attempt,
-                 t.event_tenant),
+       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))),
      att AS (
        UPDATE attempt a SET ended_at = now(), outcome = 'SUCCEEDED'
-       FROM done d WHERE a.attempt_id = d.attempt_id),
+       WHERE a.attempt_id = ANY(ARRAY(SELECT attempt_id FROM target))),
      refused AS (
        -- Looked up by key from the (usually empty) list of refused reports, so no plan can scan
        -- the attempt table to find them.
        UPDATE attempt a SET ended_at = now(), outcome = 'LEASE_LOST',
                             error = 'completion SUCCEEDED refused: lease no longer held'
        WHERE a.attempt_id = ANY(ARRAY(SELECT attempt_id FROM rep
-                                      WHERE attempt_id NOT IN (SELECT attempt_id FROM done)))
+                                      WHERE attempt_id NOT IN (SELECT attempt_id FROM target)))
          AND a.ended_at IS NULL),
      ev AS (
        INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
        SELECT event_id, 'events', job_id, 'JobEvent', event_payload, job_id, event_version, event_attempt,
               event_tenant
-       FROM done WHERE event_id IS NOT NULL)
-     SELECT attempt_id FROM done`,
+       FROM target WHERE event_id IS NOT NULL)
+     SELECT attempt_id FROM target`,
       [
         reports.map((r) => r.lease.jobId),
         reports.map((r) => r.lease.owner),
