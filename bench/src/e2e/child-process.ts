@@ -53,10 +53,12 @@ export async function startChild(opts: {
   marker: string;
   onStarts: StartsSink;
   readyTimeoutMs?: number;
+  /** Extra node flags (before `--import tsx`). */
+  nodeFlags?: string[];
 }): Promise<Child> {
   // E2E_PROFILE_DIR=<dir>: every started process writes a V8 CPU profile there when it exits.
   const prof = process.env.E2E_PROFILE_DIR;
-  const flags = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
+  const flags = [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), ...(opts.nodeFlags ?? [])];
   const child = spawn(process.execPath, [...flags, '--import', 'tsx', opts.entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },

@@ -35,7 +35,12 @@ export function histogram(
   return new client.Histogram({ name, help, buckets, labelNames, registers: [registry] });
 }
 
-/** Serves `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:`port` (0 = any free port). */
+/**
+ * Serves `GET /metrics` (Prometheus text) and `GET /healthz` on 127.0.0.1:`port` (0 = any free port),
+ * and `POST /debug/gc` for heap diagnostics: when node runs with `--expose-gc` it collects garbage and
+ * answers `{"heapUsedBytes": n}` (the live heap, which `nodejs_heap_size_used_bytes` is not: that
+ * includes garbage no major collection has taken yet); without the flag it answers 404.
+ */
 export async function serveMetrics(
   registry: client.Registry,
   port: number,
@@ -54,6 +59,16 @@ export async function serveMetrics(
           res.writeHead(500);
           res.end(String(err));
         });
+    } else if (req.url === '/debug/gc' && req.method === 'POST') {
+      const gc = (globalThis as { gc?: () => void }).gc;
+      if (typeof gc !== 'function') {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('garbage collection is not exposed: start node with --expose-gc');
+        return;
+      }
+      gc();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ heapUsedBytes: process.memoryUsage().heapUsed }));
     } else if (req.url === '/healthz') {
       const ok = healthy();
       res.writeHead(ok ? 200 : 503);

@@ -268,6 +268,7 @@ class OursSession implements SystemSession {
     const r = rows[0]!;
     const job = Number(r.job);
     const cmd = Number(r.cmd);
+    const liveHeap = await this.schedulerLiveHeap();
     const m = await this.schedulerMetrics();
     return {
       storeBytes: job + cmd,
@@ -276,10 +277,24 @@ class OursSession implements SystemSession {
         commandAppliedTableAndIndexes: cmd,
         outbox: Number(r.outbox),
         schedulerRss: rssOf(this.scheduler.pid),
-        schedulerHeapUsed: m.get('nodejs_heap_size_used_bytes') ?? NaN,
+        schedulerHeapUsed: liveHeap ?? m.get('nodejs_heap_size_used_bytes') ?? NaN,
         wheelEntries: m.get('sched_wheel_size') ?? NaN,
       },
     };
+  }
+
+  /** The scheduler's heap after a full collection (POST /debug/gc), or null if it could not say. */
+  private async schedulerLiveHeap(): Promise<number | null> {
+    try {
+      const res = await fetch(`http://127.0.0.1:${Number(this.scheduler.ready.metricsPort)}/debug/gc`, {
+        method: 'POST',
+      });
+      if (!res.ok) return null;
+      const body = (await res.json()) as { heapUsedBytes?: unknown };
+      return typeof body.heapUsedBytes === 'number' ? body.heapUsedBytes : null;
+    } catch {
+      return null;
+    }
   }
 
   /** The scheduler's /metrics, each series summed over its label sets. */
@@ -367,6 +382,8 @@ function startScheduler(hub: StartHub, schema: string, topic: string, n: number)
     entry: 'apps/scheduler/src/main.ts',
     marker: 'SCHEDULER_READY',
     onStarts: hub.onStarts,
+    // The pending workload reads the live heap after a forced collection (POST /debug/gc).
+    nodeFlags: ['--expose-gc'],
     env: {
       ...baseEnv(schema, topic),
       SCHED_GROUP_ID: `${schema}-sched`,
