@@ -8,3 +8,16 @@ describe('workerConfig: commitIntervalMs', () => {
     expect(() => workerConfig({ commitIntervalMs: -5 })).toThrow(/commitIntervalMs must be an integer >= 0/);
   });
 });
+
+describe('workerConfig: completionLingerMs', () => {
+  it('defaults to 25 ms, accepts 0, and refuses a negative value or one near the heartbeat', () => {
+    expect(workerConfig({}).completionLingerMs).toBe(25);
+    expect(workerConfig({ completionLingerMs: 0 }).completionLingerMs).toBe(0);
+    expect(() => workerConfig({ completionLingerMs: -1 })).toThrow(
+      /completionLingerMs must be an integer >= 0/,
+    );
+    expect(() => workerConfig({ completionLingerMs: 6_000 })).toThrow(
+      /completionLingerMs must be at most half/,
+    );
+  });
+});

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import {
+  inTransaction,
+  jobClaimDueAcross,
+  jobCreateBatch,
+  jobSucceedMany,
+  leaseAcquireMany,
+  partitionClaim,
+} from '@sched/store';
+import { schemaForSuite } from './support/isolation.js';
+import { newJob } from './support/new-job.js';
+
+/**
+ * The batched claim, start and success statements update their rows by one index scan over the id
+ * list. Joined back to the looked-up rows (`job_id = t.job_id AND job_id = ANY(...)`), Postgres ran
+ * a nested loop whose every inner rescan re-sorted the whole array: quadratic in the batch. The
+ * plans are read through auto_explain, sent to this client as notices; no timing is asserted.
+ */
+describe('store: plans of the batched statements', () => {
+  const db = schemaForSuite('bplans');
+
+  async function plansOf<T>(fn: (c: pg.ClientBase) => Promise<T>): Promise<{ out: T; plans: string }> {
+    const client = await db().pool.connect();
+    const notices: string[] = [];
+    const onNotice = (n: { message?: string }) => notices.push(n.message ?? '');
+    client.on('notice', onNotice);
+    try {
+      await client.query("LOAD 'auto_explain'");
+      await client.query(
+        "SET auto_explain.log_min_duration = 0; SET auto_explain.log_level = 'notice'; SET auto_explain.log_nested_statements = on",
+      );
+      const out = await fn(client);
+      return { out, plans: notices.join('\n') };
+    } finally {
+      client.off('notice', onNotice);
+      await client.query('SET auto_explain.log_min_duration = -1');
+      client.release();
+    }
+  }
+
+  /** Index conditions of a scan joined per row to a looked-up id, together with the id list. */
+  const perRowJoin = /Index Cond: \(\(job_id = \w+\.job_id\) AND \(job_id = ANY/;
+
+  it('claim, start and success update by the id list alone', async () => {
+    const own = await partitionClaim(db().pool, 0, 'sched');
+    const ids = Array.from({ length: 300 }, (_, i) => `plan-${String(i).padStart(3, '0')}`);
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(
+        c,
+        0,
+        own.epoch,
+        ids.map((id) => newJob(id, Date.now() - 5)),
+      ),
+    );
+
+    const claim = await plansOf((c) =>
+      jobClaimDueAcross(c, [{ partition: 0, epoch: own.epoch }], ids, 60_000),
+    );
+    expect(claim.out.claimed).toHaveLength(300);
+    expect(claim.plans).toMatch(/Update on job/);
+    expect(claim.plans).not.toMatch(perRowJoin);
+
+    const reqs = claim.out.claimed.map((j) => ({
+      jobId: j.jobId,
+      version: j.version,
+      attempt: j.attempt,
+      attemptId: randomUUID(),
+    }));
+    const start = await plansOf((c) => leaseAcquireMany(c, 'w1', 30_000, reqs));
+    expect(start.out.size).toBe(300);
+    expect(start.plans).toMatch(/Update on job/);
+    expect(start.plans).not.toMatch(perRowJoin);
+
+    const done = await plansOf((c) =>
+      jobSucceedMany(
+        c,
+        [...start.out.values()].map((lease) => ({ lease })),
+      ),
+    );
+    expect(done.out.size).toBe(300);
+    expect(done.plans).toMatch(/Update on job/);
+    expect(done.plans).not.toMatch(perRowJoin);
+  });
+});
