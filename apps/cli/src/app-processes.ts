@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { APP_NODE_FLAGS } from '@sched/config';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -16,7 +17,7 @@ export function startApp(
   env: Record<string, string>,
   onLine: (line: string) => void,
 ): Promise<RunningApp> {
-  const child = spawn(process.execPath, ['--import', 'tsx', `apps/${name}/src/main.ts`], {
+  const child = spawn(process.execPath, [...APP_NODE_FLAGS, '--import', 'tsx', `apps/${name}/src/main.ts`], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { APP_NODE_FLAGS } from '@sched/config';
 import { isStartsMessage } from './workers/report-starts.js';
 
 /** The repository root: every app is started from there, as `npm run …` would. */
@@ -58,7 +59,12 @@ export async function startChild(opts: {
 }): Promise<Child> {
   // E2E_PROFILE_DIR=<dir>: every started process writes a V8 CPU profile there when it exits.
   const prof = process.env.E2E_PROFILE_DIR;
-  const flags = [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), ...(opts.nodeFlags ?? [])];
+  // Every system's processes (ours and the peers' workers) run with the same node flags.
+  const flags = [
+    ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+    ...APP_NODE_FLAGS,
+    ...(opts.nodeFlags ?? []),
+  ];
   const child = spawn(process.execPath, [...flags, '--import', 'tsx', opts.entry], {
     cwd: REPO_ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...opts.env },

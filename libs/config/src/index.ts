@@ -97,3 +97,16 @@ export function requireNonEmpty(
 ): void {
   if (value.length === 0) problem(`${name} must not be empty`);
 }
+
+/**
+ * Node flags the platform's processes (scheduler, worker, API) run with, wherever they are started
+ * from (`npm run demo`, `sched`, the tests, the benchmark, docker-compose.yml via NODE_OPTIONS).
+ *
+ * A 64 MB young generation (V8's default on a 64-bit machine is 16 MB): a job's short-lived
+ * garbage (decoded records, query parameters, promises) is collected by scavenges, and with a
+ * larger nursery there are fewer of them and fewer objects survive one by accident. Measured in
+ * the 100,000-job burst (2026-11-30): scheduler CPU 6.2-6.6 → 5.1-5.5 s, worker 7.5-7.8 → 7.0-7.1 s
+ * (garbage collection was ~20 % of each before). Costs up to ~190 MB of address space per
+ * process, touched only as used.
+ */
+export const APP_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=64'];

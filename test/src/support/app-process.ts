@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { APP_NODE_FLAGS } from '@sched/config';
 import { endpoints } from './isolation.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -38,7 +39,7 @@ export async function startApp(
 ): Promise<SchedulerProcess> {
   const ep = endpoints();
   const marker = new RegExp(`${app.toUpperCase()}_READY (\\{.*\\})`);
-  const child = spawn(process.execPath, ['--import', 'tsx', `apps/${app}/src/main.ts`], {
+  const child = spawn(process.execPath, [...APP_NODE_FLAGS, '--import', 'tsx', `apps/${app}/src/main.ts`], {
     cwd: ROOT,
     env: {
       ...process.env,
