@@ -3,20 +3,14 @@ import type pg from 'pg';
 import type { GroupConsumer, InboundMessage, KafkaPort, MessageProducer } from '@sched/kafka';
 import type { Logger } from '@sched/logging';
 import { resolvePolicy, type RetryPolicy } from '@sched/retry-policy';
-import {
-  jobState,
-  leaseAcquireMany,
-  leaseRenew,
-  startsToAskAgain,
-  type Lease,
-  type LeaseRequest,
-} from '@sched/store';
+import { leaseAcquireMany, startsToAskAgain, type Lease, type LeaseRequest } from '@sched/store';
 import { Completions } from './completions.js';
 import type { WorkerConfig } from './config.js';
 import { DedupeSet } from './dedupe-set.js';
+import { ExecutionContext, type ExecutionDeps } from './execution-context.js';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
 import { Slots } from './slots.js';
-import type { DispatchRecord, Handler, HandlerOptions, JobContext, WorkerCodec } from './types.js';
+import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
 export interface WorkerDeps {
@@ -39,11 +33,6 @@ interface HandlerEntry {
   policy: RetryPolicy;
   /** The queue's own bound on executions in flight, when its handler sets `concurrency`. */
   slots: Slots | null;
-}
-
-class LeaseLostError extends Error {
-  readonly code = 'SCHED_E_LEASE_LOST';
-  readonly retriable = false;
 }
 
 /**
@@ -70,6 +59,8 @@ export class Worker {
   private readonly starts: MicroBatcher<LeaseRequest, Lease | null>;
   /** Writes how executions ended (successes batched likewise). */
   private readonly completions: Completions;
+  /** What every execution's context needs for its lease (renewals, checkpoints, loss). */
+  private readonly leaseUpkeep: ExecutionDeps;
 
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
@@ -84,6 +75,12 @@ export class Worker {
       c.dbBatchMax,
       2,
     );
+    this.leaseUpkeep = {
+      pool: d.pool,
+      log: d.log,
+      leaseTtlMs: c.leaseTtlMs,
+      onLeaseLost: (queue) => d.metrics.leaseLost.inc({ queue }),
+    };
     this.completions = new Completions({
       ...d,
       producer: () => {
@@ -268,41 +265,8 @@ export class Worker {
     this.d.metrics.started.inc(q);
     this.d.metrics.queueWait.observe(q, Math.max(0, startedAtMs - rec.claimedAtMs) / 1000);
 
-    const abort = new AbortController();
-    let leaseLost = false;
-    const markLost = async () => {
-      if (leaseLost) return;
-      leaseLost = true;
-      this.d.metrics.leaseLost.inc(q);
-      const st = await jobState(this.d.pool, rec.jobId).catch(() => null);
-      abort.abort(st?.state === 'CANCELLED' ? 'CANCELLED' : 'LEASE_LOST');
-    };
-    const renew = async (checkpoint?: unknown) => {
-      const until = await leaseRenew(this.d.pool, lease, c.leaseTtlMs, checkpoint);
-      if (until === null) {
-        await markLost();
-        throw new LeaseLostError(`lease on ${rec.jobId} is no longer held`);
-      }
-    };
-    const heartbeat = setInterval(() => void renew().catch(() => undefined), c.heartbeatEveryMs);
     const timeoutMs = rec.executionTimeoutMs ?? entry.options.executionTimeoutMs ?? c.executionTimeoutMs;
-    const timeout = setTimeout(() => abort.abort('TIMED_OUT'), timeoutMs);
-
-    const ctx: JobContext = {
-      idempotencyKey: rec.idempotencyKey,
-      businessKey: rec.businessKey,
-      attemptId,
-      fencingToken: { owner: lease.owner, generation: lease.generation },
-      heartbeat: () => renew(),
-      checkpoint: (state) => renew(state),
-      lastCheckpoint: lease.checkpoint ?? null,
-      signal: abort.signal,
-      isCancelled: async () => {
-        const st = await jobState(this.d.pool, rec.jobId);
-        return leaseLost || !st || st.state === 'CANCELLED' || st.version !== rec.version;
-      },
-      log: this.d.log.child({ jobId: rec.jobId, attempt: rec.attempt }),
-    };
+    const ctx = new ExecutionContext(this.leaseUpkeep, rec, lease, attemptId, c.heartbeatEveryMs, timeoutMs);
 
     let error: unknown = null;
     try {
@@ -310,10 +274,9 @@ export class Worker {
     } catch (err) {
       error = err;
     } finally {
-      clearInterval(heartbeat);
-      clearTimeout(timeout);
+      ctx.settle();
     }
-    const reason = abort.signal.aborted ? String(abort.signal.reason) : null;
+    const reason = ctx.abortReason;
     const seconds = (Date.now() - startedAtMs) / 1000;
     // Backpressure: a handler's slot passes on only when its completion has room to wait.
     await this.completing.acquire();
