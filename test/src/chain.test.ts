@@ -35,11 +35,14 @@ describe('chain: CreateJob → Postgres + outbox → Debezium → dispatch topic
       expect(d.message.key?.toString()).toBe(d.record.jobId);
       expect(headerString(d.message.headers.id)).toBe(d.record.eventId);
     }
-    // The scheduler watched each record arrive: outbox publication lag is measured.
+    // The scheduler watched the records arrive: outbox publication lag is measured on a sample of
+    // each fetched batch (at most 32 records of it), never more records than there were.
     const sched = s.schedulers[0]!;
-    for (let i = 0; i < 50 && (await sched.metric('sched_outbox_publication_lag_seconds_count')) < n; i++)
+    for (let i = 0; i < 50 && (await sched.metric('sched_outbox_publication_lag_seconds_count')) === 0; i++)
       await sleep(100);
-    expect(await sched.metric('sched_outbox_publication_lag_seconds_count')).toBeGreaterThanOrEqual(n);
+    const observed = await sched.metric('sched_outbox_publication_lag_seconds_count');
+    expect(observed).toBeGreaterThan(0);
+    expect(observed).toBeLessThanOrEqual(n);
     const states = await s.jobStates();
     expect([...states.values()].every((st) => st === 'DISPATCHED')).toBe(true);
   });

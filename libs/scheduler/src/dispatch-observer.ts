@@ -9,8 +9,13 @@ import type { SchedulerMetrics } from './scheduler-metrics.js';
  * catch a stuck or crashed relay. Consumes the dispatch topics of the queues known at start, in a
  * group of its own, from the latest offset. Because the lag is read from the record, not from when
  * the observer fetched it, the observer fetches lazily (large minBytes, long wait): a few fetches
- * a second instead of one per dispatched batch, so watching costs the scheduler little.
+ * a second instead of one per dispatched batch, and decodes at most SAMPLES_PER_BATCH records of
+ * each fetched batch (the histogram is of a sample; a stuck relay shows in every one of them), so
+ * watching costs the scheduler little.
  */
+/** Records of one fetched batch whose lag is observed (evenly spread, the last one included). */
+export const SAMPLES_PER_BATCH = 32;
+
 export class DispatchObserver {
   private consumer: GroupConsumer | null = null;
 
@@ -49,7 +54,12 @@ export class DispatchObserver {
       },
       {
         onBatch: async (batch) => {
-          for (const m of batch.messages) {
+          // A sample of each batch, evenly spread and always its last record: decoding every
+          // dispatch record cost the scheduler ~15 % of its CPU in a 100,000-job burst.
+          const all = batch.messages;
+          const step = Math.max(1, Math.ceil(all.length / SAMPLES_PER_BATCH));
+          for (let i = all.length - 1; i >= 0; i -= step) {
+            const m = all[i]!;
             if (!m.value) continue;
             try {
               this.metrics.outboxPublicationLag.observe(
