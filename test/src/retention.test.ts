@@ -9,6 +9,7 @@ import {
   leaseAcquireMany,
   partitionClaim,
   pruneFinishedJobs,
+  pruneOlderThan,
 } from '@sched/store';
 import { schemaForSuite } from './support/isolation.js';
 import { createJob, until } from './support/kafka.js';
@@ -118,5 +119,35 @@ describe('store: finished-job retention against real Postgres', () => {
     } finally {
       await s.close();
     }
+  });
+  it('prunes outbox rows (which have no key: deleted by ctid) and command ids past their retention, in batches', async () => {
+    const pool = db().pool;
+    await pool.query(
+      `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, created_at)
+       SELECT gen_random_uuid(), 'dispatch.default', 'old-' || g, 'Dispatch', '\\x00'::bytea, now() - interval '1 hour'
+       FROM generate_series(1, 25) g
+       UNION ALL
+       SELECT gen_random_uuid(), 'dispatch.default', 'new-' || g, 'Dispatch', '\\x00'::bytea, now()
+       FROM generate_series(1, 7) g`,
+    );
+    await pool.query(
+      `INSERT INTO command_applied (command_id, partition, applied_at)
+       VALUES ('old-cmd', 0, now() - interval '1 hour'), ('new-cmd', 0, now())`,
+    );
+    expect(await pruneOlderThan(pool, 'outbox', 60_000, 10)).toBe(10);
+    expect(await pruneOlderThan(pool, 'outbox', 60_000, 10)).toBe(10);
+    expect(await pruneOlderThan(pool, 'outbox', 60_000, 10)).toBe(5);
+    expect(await pruneOlderThan(pool, 'outbox', 60_000, 10)).toBe(0);
+    const left = await pool.query<{ aggregateid: string }>(
+      "SELECT aggregateid FROM outbox WHERE aggregateid LIKE 'old-%' OR aggregateid LIKE 'new-%'",
+    );
+    expect(left.rows.map((r) => r.aggregateid).sort()).toEqual(
+      Array.from({ length: 7 }, (_, i) => `new-${i + 1}`).sort(),
+    );
+    expect(await pruneOlderThan(pool, 'command_applied', 60_000)).toBe(1);
+    const cmds = await pool.query<{ command_id: string }>(
+      "SELECT command_id FROM command_applied WHERE command_id IN ('old-cmd', 'new-cmd')",
+    );
+    expect(cmds.rows.map((r) => r.command_id)).toEqual(['new-cmd']);
   });
 });

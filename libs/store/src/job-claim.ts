@@ -362,11 +362,12 @@ export async function pruneOlderThan(
   retentionMs: number,
   batch = 10_000,
 ): Promise<number> {
+  // The outbox has no key (migration 007): its rows are deleted by ctid, found by the age index.
   const col = table === 'outbox' ? 'created_at' : 'applied_at';
-  const key = table === 'outbox' ? 'id' : 'command_id';
+  const key = table === 'outbox' ? 'ctid' : 'command_id';
   const res = await pool.query(
-    `DELETE FROM ${table} WHERE ${key} IN (
-       SELECT ${key} FROM ${table} WHERE ${col} < now() - $1 * interval '1 millisecond' LIMIT $2)`,
+    `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
+       SELECT ${key} FROM ${table} WHERE ${col} < now() - $1 * interval '1 millisecond' LIMIT $2))`,
     [retentionMs, batch],
   );
   return res.rowCount ?? 0;
