@@ -230,18 +230,26 @@ export class Scheduler {
   // --- maintenance loops (each also callable once) --------------------------------------------
 
   /**
-   * Claims due jobs the index missed, and drains an overdue backlog: across all owned partitions,
-   * highest priority first, in bounded batches, at most catchUpRatePerSec. Returns how many.
+   * Claims due jobs the index missed, and drains an overdue backlog: across the owned partitions
+   * whose wheel is not itself behind, highest priority first, in bounded batches, at most
+   * catchUpRatePerSec. Returns how many.
    */
   async reconcileOnce(): Promise<number> {
     const rts = [...this.runtimes.values()].filter((r) => !r.closed);
     if (rts.length === 0) return 0;
+    // A partition whose wheel is itself behind by more than the grace (a burst it is still firing)
+    // is left out of this round: its overdue rows are almost all in the wheel, which claims them
+    // for a third of what the catch-up's priority-ordered scan costs per row (a 100k burst sent
+    // 23 % of its jobs through the catch-up at 153 µs a row against 63). Once the wheel has
+    // caught up, anything it missed is still found here: nothing waits longer than the wheel does.
+    const graceMs = this.d.config.reconcileGraceMs;
+    const drain = partitionsToDrain(rts, Date.now(), graceMs);
     let total = 0;
     try {
-      for (;;) {
+      for (; drain.length > 0;) {
         const allowed = this.catchUp.take(this.d.config.claimBatchSize);
         if (allowed === 0) break;
-        const got = await this.claimer.reconcile(rts, allowed, this.d.config.reconcileGraceMs);
+        const got = await this.claimer.reconcile(drain, allowed, graceMs);
         this.catchUp.refund(allowed - got.length);
         total += got.length;
         this.d.metrics.catchUpClaimed.inc(got.length);
@@ -380,4 +388,16 @@ export class Scheduler {
     t.unref();
     this.loops.push(t);
   }
+}
+
+/**
+ * The partitions a catch-up round drains: those whose wheel is not behind by more than the grace
+ * (its next due entry, a lower bound, is later than now - grace). See `reconcileOnce`.
+ */
+export function partitionsToDrain<R extends { index: { nextDueMs(): number } }>(
+  rts: readonly R[],
+  nowMs: number,
+  graceMs: number,
+): R[] {
+  return rts.filter((r) => r.index.nextDueMs() > nowMs - graceMs);
 }
