@@ -42,10 +42,7 @@ export interface SchedulerOptions {
   /** Kafka group session timeout: how long a silent owner keeps its partitions. */
   sessionTimeoutMs: number;
   heartbeatIntervalMs: number;
-  /**
-   * Broker long-poll bound for the command consumer: the broker answers as soon as a command is
-   * there, so this only sets how often an idle consumer asks (see the worker's fetchMaxWaitMs).
-   */
+  /** Broker long-poll bound for the command consumer (see the worker's fetchMaxWaitMs). */
   fetchMaxWaitMs: number;
   /**
    * Command-topic offsets are committed (after the database commit, as always) at most this often,
@@ -114,7 +111,7 @@ export const schedulerDefaults: SchedulerOptions = {
   pruneEveryMs: 30_000,
   sessionTimeoutMs: 6_000,
   heartbeatIntervalMs: 1_000,
-  fetchMaxWaitMs: 250,
+  fetchMaxWaitMs: 20,
   commitIntervalMs: 200,
   applyConcurrency: 4,
   maxSleepMs: 250,

@@ -166,7 +166,7 @@ class OursSession implements SystemSession {
         groupId: `${schema}-tap`,
         topics: [`sched.dispatch.${queue}`],
         fromBeginning: true,
-        maxWaitTimeMs: 250,
+        maxWaitTimeMs: 10,
         // An observer: no commit round trip between batches, every partition handled at once.
         commitIntervalMs: 1_000,
         partitionsConsumedConcurrently: DISPATCH_PARTITIONS,
