@@ -3,6 +3,9 @@ import type { GroupConsumer, KafkaPort } from '@sched/kafka';
 import type { Logger } from '@sched/logging';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
+/** Records of one fetched batch whose lag is observed (evenly spread, the last one included). */
+export const SAMPLES_PER_BATCH = 32;
+
 /**
  * Measures outbox publication lag: claim (outbox insert, database time) → the dispatch record
  * on its topic (the record's timestamp, set when the relay produced it). The metric most likely to
@@ -13,9 +16,6 @@ import type { SchedulerMetrics } from './scheduler-metrics.js';
  * each fetched batch (the histogram is of a sample; a stuck relay shows in every one of them), so
  * watching costs the scheduler little.
  */
-/** Records of one fetched batch whose lag is observed (evenly spread, the last one included). */
-export const SAMPLES_PER_BATCH = 32;
-
 export class DispatchObserver {
   private consumer: GroupConsumer | null = null;
 
