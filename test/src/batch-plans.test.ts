@@ -21,7 +21,10 @@ import { newJob } from './support/new-job.js';
 describe('store: plans of the batched statements', () => {
   const db = schemaForSuite('bplans');
 
-  async function plansOf<T>(fn: (c: pg.ClientBase) => Promise<T>): Promise<{ out: T; plans: string }> {
+  async function plansOf<T>(
+    fn: (c: pg.ClientBase) => Promise<T>,
+    analyze = false,
+  ): Promise<{ out: T; plans: string }> {
     const client = await db().pool.connect();
     const notices: string[] = [];
     const onNotice = (n: { message?: string }) => notices.push(n.message ?? '');
@@ -31,6 +34,7 @@ describe('store: plans of the batched statements', () => {
       await client.query(
         "SET auto_explain.log_min_duration = 0; SET auto_explain.log_level = 'notice'; SET auto_explain.log_nested_statements = on",
       );
+      await client.query(`SET auto_explain.log_analyze = ${analyze ? 'on' : 'off'}`);
       const out = await fn(client);
       return { out, plans: notices.join('\n') };
     } finally {
@@ -82,5 +86,59 @@ describe('store: plans of the batched statements', () => {
     expect(done.out.size).toBe(300);
     expect(done.plans).toMatch(/Update on job/);
     expect(done.plans).not.toMatch(perRowJoin);
+  });
+
+  it('a claim across several partitions scans the id list once and stamps each row with its own epoch', async () => {
+    const partitions = [1, 2, 3, 4];
+    const owned = [];
+    for (const p of partitions) owned.push(await partitionClaim(db().pool, p, 'sched'));
+    // A second bump of partition 4 gives the partitions different epochs.
+    owned[3] = await partitionClaim(db().pool, 4, 'sched');
+    const ids: string[] = [];
+    for (const o of owned) {
+      const mine = Array.from(
+        { length: 50 },
+        (_, i) => `across-${o.partition}-${String(i).padStart(2, '0')}`,
+      );
+      await inTransaction(db().pool, (c) =>
+        jobCreateBatch(
+          c,
+          o.partition,
+          o.epoch,
+          mine.map((id) => newJob(id, Date.now() - 5)),
+        ),
+      );
+      ids.push(...mine);
+    }
+    // Partition 4's jobs are in the list, but the claim does not hold it.
+    const held = owned.slice(0, 3).map((o) => ({ partition: o.partition, epoch: o.epoch }));
+    const claim = await plansOf((c) => jobClaimDueAcross(c, held, ids, 60_000), true);
+    expect(claim.out.claimed).toHaveLength(150);
+    const epochOf = new Map(owned.map((o) => [o.partition, o.epoch]));
+    for (const j of claim.out.claimed) {
+      expect(j.partition).not.toBe(4);
+      expect(j.epoch).toBe(epochOf.get(j.partition));
+    }
+    const { rows } = await db().pool.query<{ partition: number; claim_epoch: string }>(
+      'SELECT partition, claim_epoch FROM job WHERE job_id = ANY($1) AND claim_epoch IS NOT NULL',
+      [ids],
+    );
+    expect(rows).toHaveLength(150);
+    for (const r of rows) expect(Number(r.claim_epoch)).toBe(epochOf.get(r.partition));
+    // The update is joined to nothing: joined to the owned partitions, a plan rescanned the whole
+    // id list once per partition (a nested loop under load; a hash join on a table this small).
+    const update = claim.plans.slice(
+      claim.plans.indexOf('CTE claimed'),
+      claim.plans.indexOf('CTE Scan on claimed'),
+    );
+    expect(update).toMatch(/Update on job/);
+    expect(update).not.toMatch(/Join|Nested Loop/);
+    const scans = [
+      ...claim.plans.matchAll(
+        /Index Scan (?:using job_pkey on job \w+|on job_pkey) .*loops=(\d+)\)\n\s+Index Cond: \(job_id = ANY/g,
+      ),
+    ];
+    expect(scans.length).toBeGreaterThan(0);
+    for (const m of scans) expect(m[1]).toBe('1');
   });
 });

@@ -132,16 +132,17 @@ export async function jobClaimDueAcross(
        CROSS JOIN LATERAL (
          SELECT job_id, partition, state, due_at FROM job WHERE job_id = ids.job_id OFFSET 0
          FOR UPDATE SKIP LOCKED) j
-       WHERE j.state = 'SCHEDULED' AND j.due_at <= now()),
-     -- One index scan for the whole list: joined to target per row instead, each row's rescan
-     -- re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst).
+       WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND j.partition IN (SELECT partition FROM owners)),
+     -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
+     -- rescan re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst); joined to
+     -- owners, the plan scanned the whole list once per owned partition (12 scans of 2,000 ids, 22,000
+     -- rows thrown away: 35 of a batch's 60 ms). The epoch is looked up per row instead.
      claimed AS (
        UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(),
-                        claim_epoch = owners.epoch, lease_owner = NULL,
-                        lease_until = now() + $4 * interval '1 millisecond'
-       FROM owners
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target)) AND owners.partition = j.partition
-       ${CLAIM_RETURNING}, j.partition, owners.epoch)
+                        claim_epoch = (SELECT o.epoch FROM owners o WHERE o.partition = j.partition),
+                        lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
+       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))
+       ${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch)
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN claimed c ON true`,
