@@ -92,8 +92,10 @@ describe('store: plans of the batched statements', () => {
     const partitions = [1, 2, 3, 4];
     const owned = [];
     for (const p of partitions) owned.push(await partitionClaim(db().pool, p, 'sched'));
-    // A second bump of partition 4 gives the partitions different epochs.
-    owned[3] = await partitionClaim(db().pool, 4, 'sched');
+    // A second bump of partition 2 gives the held partitions different epochs (1, 2, 1), so a row
+    // stamped with another partition's epoch shows.
+    owned[1] = await partitionClaim(db().pool, 2, 'sched');
+    expect(owned.map((o) => o.epoch)).toEqual([1, 2, 1, 1]);
     const ids: string[] = [];
     for (const o of owned) {
       const mine = Array.from(
