@@ -36,9 +36,9 @@ export class StartLog {
   readonly first: Float64Array;
   /** Claim time the dispatch carried (ours only), NaN otherwise. */
   readonly claim: Float64Array;
-  /** Arrival of the dispatch record at a Kafka consumer in the bench (ours only), NaN otherwise. */
+  /** Arrival of the dispatch record at the bench's (lazy) Kafka consumer (ours only), NaN otherwise. */
   readonly kafkaSeen: Float64Array;
-  /** Kafka record timestamp of the dispatch record (ours only; Debezium's event time), NaN otherwise. */
+  /** Kafka record timestamp of the dispatch record: the broker's append time (ours only), NaN otherwise. */
   readonly kafkaTs: Float64Array;
   private readonly count: Uint16Array;
   started = 0;
