@@ -20,6 +20,13 @@ describe('partitionsToDrain (which partitions a catch-up round may claim from)',
     ]);
   });
 
+  it('drains none while an assignment is being set up (a partition not yet claimed may hold higher priorities)', () => {
+    const now = Date.now();
+    const ready = make(0, [now + 60_000]);
+    expect(partitionsToDrain([ready], now, 2_000, true)).toEqual([]);
+    expect(partitionsToDrain([ready], now, 2_000, false)).toEqual([ready]);
+  });
+
   it('takes the partition back once its wheel has caught up', () => {
     const now = Date.now();
     const p = make(0, [now - 5_000]);

@@ -54,6 +54,8 @@ export class Scheduler {
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
   private readonly catchUp: RateWindow;
+  /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
+  private assigning = 0;
   private readonly firing: FiringDriver;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
@@ -164,6 +166,18 @@ export class Scheduler {
 
   private async onAssigned(partitions: number[]): Promise<void> {
     this.d.metrics.rebalances.inc();
+    this.assigning++;
+    try {
+      await this.setUpAssigned(partitions);
+    } finally {
+      this.assigning--;
+    }
+    this.d.metrics.partitionsOwned.set(this.ownership().length);
+    this.firing.arm(true);
+  }
+
+  /** Claims each assigned partition (epoch bump) and loads its wheel's first window. */
+  private async setUpAssigned(partitions: number[]): Promise<void> {
     await Promise.all(
       partitions.map(async (p) => {
         const own = await partitionClaim(this.d.pool, p, this.d.config.ownerId);
@@ -181,8 +195,6 @@ export class Scheduler {
           .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
       }),
     );
-    this.d.metrics.partitionsOwned.set(this.ownership().length);
-    this.firing.arm(true);
   }
 
   private async onRevoked(partitions: number[]): Promise<void> {
@@ -243,7 +255,7 @@ export class Scheduler {
     // sent 23 % of its jobs through the catch-up at 153 µs a row against 63). Once the wheel has
     // caught up, anything it missed is still found here: nothing waits longer than the wheel does.
     const graceMs = this.d.config.reconcileGraceMs;
-    const drain = partitionsToDrain(rts, Date.now(), graceMs);
+    const drain = partitionsToDrain(rts, Date.now(), graceMs, this.assigning > 0);
     let total = 0;
     try {
       while (drain.length > 0) {
@@ -392,12 +404,16 @@ export class Scheduler {
 
 /**
  * The partitions a catch-up round drains: those whose wheel is not behind by more than the grace
- * (its next due entry, a lower bound, is later than now - grace). See `reconcileOnce`.
+ * (its next due entry, a lower bound, is later than now - grace). None while an assignment is still
+ * being set up: a partition of it not yet claimed may hold higher priorities than the ones ready,
+ * and a round then would drain their lower priorities first. See `reconcileOnce`.
  */
 export function partitionsToDrain<R extends { index: { nextDueMs(): number } }>(
   rts: readonly R[],
   nowMs: number,
   graceMs: number,
+  assignmentInProgress = false,
 ): R[] {
+  if (assignmentInProgress) return [];
   return rts.filter((r) => r.index.nextDueMs() > nowMs - graceMs);
 }
