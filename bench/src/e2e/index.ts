@@ -133,7 +133,7 @@ export async function runE2e(argv: readonly string[]): Promise<SuiteOutcome> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  versions['hdr-histogram-js'] = (await import('./systems/ours.js')).packageVersion('hdr-histogram-js');
+  versions['hdr-histogram-js'] = (await import('./systems/host-info.js')).packageVersion('hdr-histogram-js');
 
   const results: E2eResult[] = runs
     .map(aggregate)

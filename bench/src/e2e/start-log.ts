@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as hdr from 'hdr-histogram-js';
 
 export interface LagMs {
@@ -77,6 +79,17 @@ export class StartLog {
     if (!(i >= 0 && i < this.n) || !Number.isNaN(this.kafkaSeen[i]!)) return;
     this.kafkaSeen[i] = seenMs;
     this.kafkaTs[i] = tsMs;
+  }
+
+  /**
+   * Writes every job's due, claim, on-Kafka and first-start times (ms since the epoch, NaN when
+   * missing) as CSV into `dir` (E2E_TIMES_DIR): for finding when in a run the slow jobs were.
+   */
+  writeCsv(dir: string): void {
+    const lines = ['due,claim,kafka,start'];
+    for (let i = 0; i < this.n; i++)
+      lines.push(`${this.due[i]},${this.claim[i]},${this.kafkaTs[i]},${this.first[i]}`);
+    writeFileSync(join(dir, `times-${this.tag}-${Date.now()}.csv`), lines.join('\n'));
   }
 
   get lost(): number {

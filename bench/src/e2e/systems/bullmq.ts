@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { startChild, e2ePath, type Child } from '../child-process.js';
 import { startOwnRedis, REDIS_KNOBS, type OwnRedis } from '../redis-server.js';
 import type { StartHub, StartLog } from '../start-log.js';
-import { packageVersion } from './ours.js';
+import { packageVersion } from './host-info.js';
 import {
   CREATE_BATCH,
   CREATE_BATCHES_IN_FLIGHT,

@@ -1,7 +1,4 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type pg from 'pg';
 import { Contracts } from '@sched/contracts';
 import {
@@ -14,9 +11,11 @@ import {
 import { stackEndpoints, stackStatus, recipeVersions, DISPATCH_PARTITIONS } from '@sched/local-stack';
 import { silentLogger } from '@sched/logging';
 import { createPool, dropSchema, migrate } from '@sched/store';
-import { startChild, e2ePath, REPO_ROOT, type Child } from '../child-process.js';
+import type { Child } from '../child-process.js';
 import type { StartHub, StartLog } from '../start-log.js';
 import { encodeJobRef } from '../workers/report-starts.js';
+import { gitRevision, packageVersion, rssOf } from './host-info.js';
+import { overrides, prefixed, startScheduler, startWorker } from './ours-processes.js';
 import {
   CREATE_BATCH,
   CREATE_BATCHES_IN_FLIGHT,
@@ -52,22 +51,6 @@ export const OURS_KNOBS = {
   'kafka producer acks': 'all (-1)',
   'postgres synchronous_commit': 'on',
 } as const;
-
-/**
- * Development overrides, recorded in the report's knobs when set: `E2E_OURS_SCHEDULER_ENV` and
- * `E2E_OURS_WORKER_ENV` as `NAME=value,NAME=value` (e.g. `SCHED_WORKER_CONCURRENCY=128`).
- */
-function overrides(name: 'E2E_OURS_SCHEDULER_ENV' | 'E2E_OURS_WORKER_ENV'): Record<string, string> {
-  const raw = process.env[name];
-  if (!raw) return {};
-  return Object.fromEntries(
-    raw.split(',').map((kv) => {
-      const at = kv.indexOf('=');
-      if (at <= 0) throw new Error(`${name}: "${kv}" is not NAME=value`);
-      return [kv.slice(0, at).trim(), kv.slice(at + 1).trim()];
-    }),
-  );
-}
 
 const jobIdOf = (tag: number, i: number) => `t${tag}-${i}`;
 const JOB_ID = /^t(\d+)-(\d+)$/;
@@ -342,7 +325,8 @@ class OursSession implements SystemSession {
 
   async evidence(log: StartLog, include: (i: number) => boolean): Promise<Record<string, unknown>> {
     const dueArr = log.due;
-    dumpTimes(log);
+    const timesDir = process.env.E2E_TIMES_DIR;
+    if (timesDir) log.writeCsv(timesDir);
     return {
       'due→claim (db time)': log.hop(dueArr, log.claim, include),
       // The scheduler issue's figure, due → dispatch record on Kafka: the record's timestamp, which
@@ -366,99 +350,5 @@ class OursSession implements SystemSession {
     // E2E_KEEP_SCHEMA=1 keeps the session's tables for a post-mortem (job states, attempts, outbox).
     if (process.env.E2E_KEEP_SCHEMA) console.log(`[e2e]   kept schema ${this.schema}`);
     else await dropSchema(stackEndpoints().databaseUrl, this.schema).catch(() => undefined);
-  }
-}
-
-/**
- * E2E_TIMES_DIR=<dir>: writes each measured log's per-job times (due, claim, on Kafka, handler start;
- * ms since the epoch) as CSV there, for finding when in a run the slow jobs were.
- */
-function dumpTimes(log: StartLog): void {
-  const dir = process.env.E2E_TIMES_DIR;
-  if (!dir) return;
-  const lines = ['due,claim,kafka,start'];
-  for (let i = 0; i < log.n; i++)
-    lines.push(`${log.due[i]},${log.claim[i]},${log.kafkaTs[i]},${log.first[i]}`);
-  writeFileSync(join(dir, `times-${log.tag}-${Date.now()}.csv`), lines.join('\n'));
-}
-
-function baseEnv(schema: string, topic: string): Record<string, string> {
-  const ep = stackEndpoints();
-  return {
-    DATABASE_URL: ep.databaseUrl,
-    KAFKA_BROKERS: ep.kafkaBrokers.join(','),
-    SCHED_REGISTRY_URL: ep.registryUrl,
-    SCHED_DB_SCHEMA: schema,
-    SCHED_COMMANDS_TOPIC: topic,
-  };
-}
-
-function startScheduler(hub: StartHub, schema: string, topic: string, n: number): Promise<Child> {
-  return startChild({
-    name: 'scheduler',
-    entry: 'apps/scheduler/src/main.ts',
-    marker: 'SCHEDULER_READY',
-    onStarts: hub.onStarts,
-    // The pending workload reads the live heap after a forced collection (POST /debug/gc).
-    nodeFlags: ['--expose-gc'],
-    env: {
-      ...baseEnv(schema, topic),
-      SCHED_GROUP_ID: `${schema}-sched`,
-      SCHED_OWNER_ID: `${schema}-owner-${n}`,
-      SCHED_METRICS_PORT: '0',
-      ...overrides('E2E_OURS_SCHEDULER_ENV'),
-    },
-  });
-}
-
-const prefixed = (p: string, o: Record<string, string>) =>
-  Object.fromEntries(Object.entries(o).map(([k, v]) => [`${p}${k}`, v]));
-
-function startWorker(hub: StartHub, schema: string, topic: string, queue: string, n: number): Promise<Child> {
-  return startChild({
-    name: 'worker',
-    entry: 'apps/worker/src/main.ts',
-    marker: 'WORKER_READY',
-    onStarts: hub.onStarts,
-    env: {
-      ...baseEnv(schema, topic),
-      SCHED_WORKER_GROUP_ID: `${schema}-workers`,
-      SCHED_WORKER_ID: `${schema}-worker-${n}`,
-      SCHED_WORKER_METRICS_PORT: '0',
-      SCHED_WORKER_HANDLERS: e2ePath('./workers/ours-handlers.ts'),
-      E2E_QUEUE: queue,
-      ...overrides('E2E_OURS_WORKER_ENV'),
-    },
-  });
-}
-
-export function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
-
-function gitRevision(): string {
-  try {
-    const sha = execFileSync('git', ['rev-parse', '--short=10', 'HEAD'], {
-      cwd: REPO_ROOT,
-      encoding: 'utf8',
-    }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    return dirty ? `${sha} + working tree` : sha;
-  } catch {
-    return 'unknown';
-  }
-}
-
-export function packageVersion(name: string): string {
-  try {
-    const path = `${REPO_ROOT}node_modules/${name}/package.json`;
-    return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
-  } catch {
-    return 'unknown';
   }
 }

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { stackEndpoints, stackStatus } from '@sched/local-stack';
 import { startChild, e2ePath, type Child } from '../child-process.js';
 import type { StartHub, StartLog } from '../start-log.js';
-import { packageVersion } from './ours.js';
+import { packageVersion } from './host-info.js';
 import {
   CREATE_BATCH,
   CREATE_BATCHES_IN_FLIGHT,

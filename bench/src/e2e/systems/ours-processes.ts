@@ -1,0 +1,80 @@
+import { stackEndpoints } from '@sched/local-stack';
+import { startChild, e2ePath, type Child } from '../child-process.js';
+import type { StartHub } from '../start-log.js';
+
+/*
+ * Our scheduler and worker as child processes of the bench, on the stack's endpoints, in the
+ * session's schema and topics.
+ */
+
+/**
+ * Development overrides, recorded in the report's knobs when set: `E2E_OURS_SCHEDULER_ENV` and
+ * `E2E_OURS_WORKER_ENV` as `NAME=value,NAME=value` (e.g. `SCHED_WORKER_CONCURRENCY=128`).
+ */
+export function overrides(name: 'E2E_OURS_SCHEDULER_ENV' | 'E2E_OURS_WORKER_ENV'): Record<string, string> {
+  const raw = process.env[name];
+  if (!raw) return {};
+  return Object.fromEntries(
+    raw.split(',').map((kv) => {
+      const at = kv.indexOf('=');
+      if (at <= 0) throw new Error(`${name}: "${kv}" is not NAME=value`);
+      return [kv.slice(0, at).trim(), kv.slice(at + 1).trim()];
+    }),
+  );
+}
+
+function baseEnv(schema: string, topic: string): Record<string, string> {
+  const ep = stackEndpoints();
+  return {
+    DATABASE_URL: ep.databaseUrl,
+    KAFKA_BROKERS: ep.kafkaBrokers.join(','),
+    SCHED_REGISTRY_URL: ep.registryUrl,
+    SCHED_DB_SCHEMA: schema,
+    SCHED_COMMANDS_TOPIC: topic,
+  };
+}
+
+export function startScheduler(hub: StartHub, schema: string, topic: string, n: number): Promise<Child> {
+  return startChild({
+    name: 'scheduler',
+    entry: 'apps/scheduler/src/main.ts',
+    marker: 'SCHEDULER_READY',
+    onStarts: hub.onStarts,
+    // The pending workload reads the live heap after a forced collection (POST /debug/gc).
+    nodeFlags: ['--expose-gc'],
+    env: {
+      ...baseEnv(schema, topic),
+      SCHED_GROUP_ID: `${schema}-sched`,
+      SCHED_OWNER_ID: `${schema}-owner-${n}`,
+      SCHED_METRICS_PORT: '0',
+      ...overrides('E2E_OURS_SCHEDULER_ENV'),
+    },
+  });
+}
+
+export const prefixed = (p: string, o: Record<string, string>) =>
+  Object.fromEntries(Object.entries(o).map(([k, v]) => [`${p}${k}`, v]));
+
+export function startWorker(
+  hub: StartHub,
+  schema: string,
+  topic: string,
+  queue: string,
+  n: number,
+): Promise<Child> {
+  return startChild({
+    name: 'worker',
+    entry: 'apps/worker/src/main.ts',
+    marker: 'WORKER_READY',
+    onStarts: hub.onStarts,
+    env: {
+      ...baseEnv(schema, topic),
+      SCHED_WORKER_GROUP_ID: `${schema}-workers`,
+      SCHED_WORKER_ID: `${schema}-worker-${n}`,
+      SCHED_WORKER_METRICS_PORT: '0',
+      SCHED_WORKER_HANDLERS: e2ePath('./workers/ours-handlers.ts'),
+      E2E_QUEUE: queue,
+      ...overrides('E2E_OURS_WORKER_ENV'),
+    },
+  });
+}
