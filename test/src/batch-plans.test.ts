@@ -13,8 +13,8 @@ import { schemaForSuite } from './support/isolation.js';
 import { newJob } from './support/new-job.js';
 
 /**
- * The batched claim, start and success statements update their rows by one index scan over the id
- * list. Joined back to the looked-up rows (`job_id = t.job_id AND job_id = ANY(...)`), Postgres ran
+ * The batched claim updates its rows by one index scan over the id list; start and success update
+ * each requested job by its key, in one nested loop over the sorted requests. Joined back to the looked-up rows (`job_id = t.job_id AND job_id = ANY(...)`), Postgres ran
  * a nested loop whose every inner rescan re-sorted the whole array: quadratic in the batch. The
  * plans are read through auto_explain, sent to this client as notices; no timing is asserted.
  */
@@ -46,8 +46,9 @@ describe('store: plans of the batched statements', () => {
 
   /** Index conditions of a scan joined per row to a looked-up id, together with the id list. */
   const perRowJoin = /Index Cond: \(\(job_id = \w+\.job_id\) AND \(job_id = ANY/;
+  const partialIndex = /job_lease_idx|job_due_idx|job_finished_idx/;
 
-  it('claim, start and success update by the id list alone', async () => {
+  it('claim, start and success update each job once, by its key', async () => {
     const own = await partitionClaim(db().pool, 0, 'sched');
     const ids = Array.from({ length: 300 }, (_, i) => `plan-${String(i).padStart(3, '0')}`);
     await inTransaction(db().pool, (c) =>
@@ -76,6 +77,10 @@ describe('store: plans of the batched statements', () => {
     expect(start.out.size).toBe(300);
     expect(start.plans).toMatch(/Update on job/);
     expect(start.plans).not.toMatch(perRowJoin);
+    // Start and success never reach a job through a partial index on the state (which stale
+    // statistics made the planner walk once per request). On this small table a scan is cheapest;
+    // on a big one each job is looked up by key.
+    expect(start.plans).not.toMatch(partialIndex);
 
     const done = await plansOf((c) =>
       jobSucceedMany(
@@ -86,6 +91,7 @@ describe('store: plans of the batched statements', () => {
     expect(done.out.size).toBe(300);
     expect(done.plans).toMatch(/Update on job/);
     expect(done.plans).not.toMatch(perRowJoin);
+    expect(done.plans).not.toMatch(partialIndex);
   });
 
   it('a claim across several partitions scans the id list once and stamps each row with its own epoch', async () => {

@@ -55,13 +55,9 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
     const attemptId = randomUUID();
     const { rows } = await db.pool.query<{ gen: number }>(
       `UPDATE job SET state = 'RUNNING', lease_owner = 'w1', lease_generation = lease_generation + 1,
-                      lease_until = now() + interval '1 minute', attempt = attempt + 1
+                      lease_until = now() + interval '1 minute', attempt = attempt + 1, attempt_id = $2,
+                      started_at = now()
        WHERE job_id = $1 RETURNING lease_generation AS gen`,
-      [jobId],
-    );
-    await db.pool.query(
-      `INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
-       SELECT $2, job_id, attempt, version, 'w1', lease_generation FROM job WHERE job_id = $1`,
       [jobId, attemptId],
     );
     const ok = await jobComplete(

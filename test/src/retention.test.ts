@@ -60,6 +60,12 @@ describe('store: finished-job retention against real Postgres', () => {
         )
       ).size,
     ).toBe(35);
+    // An earlier failed attempt of one pruned and one kept job: attempt rows (a success writes none).
+    await db().pool.query(
+      `INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation, ended_at, outcome)
+       SELECT gen_random_uuid(), id, 1, 1, 'w0', 0, now(), 'FAILED' FROM unnest($1::text[]) AS id`,
+      [[run[0], recent[0]]],
+    );
     await inTransaction(db().pool, (c) => jobCancel(c, 0, own.epoch, cancelled));
     await db().pool.query(`UPDATE job SET state = 'DEAD', finished_at = now() WHERE job_id = ANY($1)`, [
       dead,
@@ -78,7 +84,11 @@ describe('store: finished-job retention against real Postgres', () => {
     const { rows } = await db().pool.query<{ job_id: string }>('SELECT job_id FROM job ORDER BY job_id');
     expect(rows.map((r) => r.job_id)).toEqual([...dead, ...recent, ...pending].sort());
     const att = await db().pool.query<{ job_id: string }>('SELECT job_id FROM attempt ORDER BY job_id');
-    expect(att.rows.map((r) => r.job_id)).toEqual([...recent].sort());
+    expect(att.rows.map((r) => r.job_id)).toEqual([recent[0]]);
+    const history = await db().pool.query<{ job_id: string }>(
+      'SELECT DISTINCT job_id FROM attempt_history ORDER BY job_id',
+    );
+    expect(history.rows.map((r) => r.job_id)).toEqual([...recent].sort());
   });
 
   it('finds the jobs to prune by the finished-jobs index (its predicate matches the query)', async () => {
@@ -114,7 +124,7 @@ describe('store: finished-job retention against real Postgres', () => {
       expect(await sched.metric('sched_finished_jobs_pruned_total')).toBeGreaterThanOrEqual(1);
       // The pending one is untouched, and ret-1's attempts went with it.
       expect((await s.jobStates()).get('ret-2')).toBe('SCHEDULED');
-      const { rows } = await s.db.pool.query("SELECT 1 FROM attempt WHERE job_id = 'ret-1'");
+      const { rows } = await s.db.pool.query("SELECT 1 FROM attempt_history WHERE job_id = 'ret-1'");
       expect(rows).toHaveLength(0);
     } finally {
       await s.close();

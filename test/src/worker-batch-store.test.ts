@@ -71,7 +71,7 @@ describe('store: batched lease starts and completions against real Postgres', ()
       { state: 'SUCCEEDED', n: 44 },
     ]);
     const att = await db().pool.query<{ outcome: string | null; n: number }>(
-      `SELECT outcome, count(*)::int AS n FROM attempt GROUP BY outcome ORDER BY outcome NULLS LAST`,
+      `SELECT outcome, count(*)::int AS n FROM attempt_history GROUP BY outcome ORDER BY outcome NULLS LAST`,
     );
     expect(att.rows).toEqual([
       { outcome: 'LEASE_LOST', n: 1 },
@@ -83,17 +83,96 @@ describe('store: batched lease starts and completions against real Postgres', ()
     expect(twice.size).toBe(0);
   });
 
-  it('completes attempts with HOT updates: the attempt row is updated on its own page', async () => {
+  it('fences by the row it locks: ids with separators or multi-byte characters, a job asked for twice, a cancel committed while the start waited', async () => {
+    const own = await partitionClaim(db().pool, 3, 'sched');
+    const ids = ['f:1:1', 'f', 'f:1', 'é-ü-😀 job', 'f-twice', 'f-raced'];
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(
+        c,
+        3,
+        own.epoch,
+        ids.map((id) => job(id, Date.now() - 5)),
+      ),
+    );
+    const claimed = await inTransaction(db().pool, (c) => jobClaimDue(c, 3, own.epoch, ids, 60_000));
+    expect(claimed).toHaveLength(6);
+    const v = (id: string) => claimed.find((j) => j.jobId === id)!.version;
+    const req = (jobId: string, version = v(jobId)) => ({
+      jobId,
+      version,
+      attempt: 1,
+      attemptId: randomUUID(),
+    });
+    // 'f' named at a wrong version: its key may not be matched through 'f:1' or 'f:1:1'.
+    const first = await leaseAcquireMany(db().pool, 'w:1', 30_000, [
+      req('f:1:1'),
+      req('f', v('f') + 1),
+      req('f:1'),
+      req('é-ü-😀 job'),
+      req('f-twice'),
+      req('f-twice'),
+    ]);
+    const jobsGranted = [...first.values()].map((l) => l.jobId).sort();
+    expect(jobsGranted).toEqual(['f-twice', 'f:1', 'f:1:1', 'é-ü-😀 job'].sort());
+    const attempts = await db().pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM attempt_history WHERE job_id = 'f-twice'`,
+    );
+    expect(attempts.rows[0]!.n).toBe(1);
+
+    // A cancel holds f-raced's row; the start waits for it, then sees the new version: refused.
+    const canceller = await db().pool.connect();
+    try {
+      await canceller.query('BEGIN');
+      await jobCancel(canceller, 3, own.epoch, ['f-raced']);
+      const start = leaseAcquireMany(db().pool, 'w:1', 30_000, [req('f-raced')]);
+      await new Promise((r) => setTimeout(r, 200));
+      const waiting = await db().pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+      );
+      expect(waiting.rows[0]!.n).toBeGreaterThanOrEqual(1);
+      await canceller.query('COMMIT');
+      expect((await start).size).toBe(0);
+    } finally {
+      canceller.release();
+    }
+
+    // Completions. 'f' is started by an owner whose name holds ':', at generation 1, like 'f:1'.
+    const fLease = await leaseAcquireMany(db().pool, '1:w', 30_000, [req('f')]);
+    expect(fLease.size).toBe(1);
+    const leases = [...first.values()];
+    const f1 = leases.find((l) => l.jobId === 'f:1')!;
+    const accepted = await jobSucceedMany(db().pool, [
+      ...leases.filter((l) => l !== f1).map((lease) => ({ lease })),
+      // Puts 'f' in the id list, under a wrong generation: refused.
+      { lease: { ...[...fLease.values()][0]!, generation: 99 } },
+      // 'f:1' by another owner at the right generation: refused, and 'f' is not touched by it.
+      { lease: { ...f1, owner: 'w' } },
+    ]);
+    expect(accepted.size).toBe(3);
+    const { rows } = await db().pool.query<{ job_id: string; state: string }>(
+      `SELECT job_id, state FROM job WHERE partition = 3 ORDER BY job_id`,
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.job_id, r.state]))).toEqual({
+      f: 'RUNNING',
+      'f-raced': 'CANCELLED',
+      'f-twice': 'SUCCEEDED',
+      'f:1': 'RUNNING',
+      'f:1:1': 'SUCCEEDED',
+      'é-ü-😀 job': 'SUCCEEDED',
+    });
+  });
+
+  it('a start and a success write no attempt row: the job row holds the attempt, attempt_history shows it', async () => {
     const own = await partitionClaim(db().pool, 1, 'sched');
-    const ids = Array.from({ length: 200 }, (_, i) => `hot-${i}`);
+    const ids = Array.from({ length: 200 }, (_, i) => `row-${i}`);
     const client = await db().pool.connect();
     try {
       // This backend's own counters (which may still hold earlier transactions' unflushed counts).
       const counts = async () =>
         (
-          await client.query<{ upd: number; hot: number }>(
-            `SELECT pg_stat_get_xact_tuples_updated('attempt'::regclass)::int AS upd,
-                    pg_stat_get_xact_tuples_hot_updated('attempt'::regclass)::int AS hot`,
+          await client.query<{ ins: number; upd: number }>(
+            `SELECT pg_stat_get_xact_tuples_inserted('attempt'::regclass)::int AS ins,
+                    pg_stat_get_xact_tuples_updated('attempt'::regclass)::int AS upd`,
           )
         ).rows[0]!;
       await client.query('BEGIN');
@@ -107,7 +186,7 @@ describe('store: batched lease starts and completions against real Postgres', ()
       const claimed = await jobClaimDue(client, 1, own.epoch, ids, 60_000);
       const granted = await leaseAcquireMany(
         client,
-        'w-hot',
+        'w-row',
         30_000,
         claimed.map((j) => ({
           jobId: j.jobId,
@@ -117,15 +196,29 @@ describe('store: batched lease starts and completions against real Postgres', ()
         })),
       );
       expect(granted.size).toBe(200);
+      const running = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM attempt_history
+         WHERE job_id LIKE 'row-%' AND outcome IS NULL AND ended_at IS NULL AND worker_id = 'w-row'`,
+      );
+      expect(running.rows[0]!.n).toBe(200);
       const accepted = await jobSucceedMany(
         client,
         [...granted.values()].map((lease) => ({ lease })),
       );
       expect(accepted.size).toBe(200);
       const after = await counts();
-      expect(after.upd - before.upd).toBe(200);
-      // fillfactor 45 leaves room for each page's own completions (without it: 0 or a few).
-      expect(after.hot - before.hot).toBeGreaterThanOrEqual(190);
+      expect([after.ins - before.ins, after.upd - before.upd]).toEqual([0, 0]);
+      const { rows } = await client.query<{ attempt_id: string; job_id: string; ok: boolean }>(
+        `SELECT attempt_id, job_id, outcome = 'SUCCEEDED' AND worker_id = 'w-row' AND attempt = 1
+                AND started_at <= ended_at AS ok
+         FROM attempt_history WHERE job_id LIKE 'row-%'`,
+      );
+      expect(rows).toHaveLength(200);
+      const byJob = new Map([...granted.values()].map((l) => [l.jobId, l.attemptId]));
+      for (const r of rows) {
+        expect(r.ok).toBe(true);
+        expect(r.attempt_id).toBe(byJob.get(r.job_id));
+      }
       await client.query('COMMIT');
     } finally {
       client.release();

@@ -59,6 +59,15 @@ describe('workers: version-checked start and fenced leases on the real stack', (
     expect(finished).toHaveLength(1);
     expect(finished[0]!.attempt).toBe(2);
     expect(finished[0]!.generation).toBeGreaterThan(ex[0]!.generation);
+    // The killed worker never ended attempt 1: the reaper wrote its row. Attempt 2 is the job's own.
+    const { rows } = await s.db.pool.query<{ attempt: number; outcome: string; worker_id: string }>(
+      "SELECT attempt, outcome, worker_id FROM attempt_history WHERE job_id = 'kill-1' ORDER BY attempt",
+    );
+    expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
+      [1, 'LEASE_LOST'],
+      [2, 'SUCCEEDED'],
+    ]);
+    expect(rows[0]!.worker_id).toBe(a.ownerId);
   });
 
   it("a frozen worker's late completion is refused: 0 double completions", async () => {
@@ -83,7 +92,7 @@ describe('workers: version-checked start and fenced leases on the real stack', (
       async () => (await a.metric('sched_worker_refused_completions_total')) >= 1,
     );
     const { rows } = await s.db.pool.query<{ attempt: number; outcome: string; worker_id: string }>(
-      "SELECT attempt, outcome, worker_id FROM attempt WHERE job_id = 'late-1' ORDER BY attempt",
+      "SELECT attempt, outcome, worker_id FROM attempt_history WHERE job_id = 'late-1' ORDER BY attempt",
     );
     expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
       [1, 'LEASE_LOST'],

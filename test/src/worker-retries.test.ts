@@ -21,7 +21,7 @@ describe('workers: each failure class takes its path on the real stack', () => {
       }>(
         `SELECT attempt, outcome, failure_class, (extract(epoch FROM started_at) * 1000)::float8 AS started_ms,
                 (extract(epoch FROM ended_at) * 1000)::float8 AS ended_ms, (extract(epoch FROM retry_at) * 1000)::float8 AS retry_ms
-         FROM attempt WHERE job_id = $1 ORDER BY attempt`,
+         FROM attempt_history WHERE job_id = $1 ORDER BY attempt`,
         [jobId],
       )
     ).rows;

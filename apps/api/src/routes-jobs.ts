@@ -159,7 +159,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     if (rows.length === 0) throw new ApiError('SCHED_E_NOT_FOUND', `no job ${req.params.jobId}`);
     const attempts = await ctx.pool.query(
       `SELECT attempt_id AS "attemptId", attempt, worker_id AS "workerId", started_at AS "startedAt", ended_at AS "endedAt",
-              outcome, failure_class AS "failureClass", error FROM attempt WHERE job_id = $1 ORDER BY started_at`,
+              outcome, failure_class AS "failureClass", error FROM attempt_history WHERE job_id = $1 ORDER BY started_at`,
       [req.params.jobId],
     );
     return { ...rows[0], attempts: attempts.rows };

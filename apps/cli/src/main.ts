@@ -112,7 +112,7 @@ async function main(): Promise<void> {
         [jobId],
       );
       const attempts = await pool.query(
-        'SELECT attempt, worker_id, outcome, failure_class, error, started_at, ended_at FROM attempt WHERE job_id = $1 ORDER BY started_at',
+        'SELECT attempt, worker_id, outcome, failure_class, error, started_at, ended_at FROM attempt_history WHERE job_id = $1 ORDER BY started_at',
         [jobId],
       );
       await pool.end();

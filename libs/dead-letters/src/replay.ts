@@ -195,7 +195,7 @@ export async function deadLetterGet(pool: pg.Pool, jobId: string): Promise<DeadL
   const h = await pool.query(
     `SELECT attempt_id, attempt, worker_id, outcome, failure_class, error,
             floor(extract(epoch FROM started_at) * 1000)::float8 AS s, floor(extract(epoch FROM ended_at) * 1000)::float8 AS e
-     FROM attempt WHERE job_id = $1 ORDER BY started_at`,
+     FROM attempt_history WHERE job_id = $1 ORDER BY started_at`,
     [jobId],
   );
   return {

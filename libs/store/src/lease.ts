@@ -19,7 +19,9 @@ export interface Lease {
 /**
  * lease_acquire: version check and lease in one conditional statement. DISPATCHED → RUNNING only
  * if the job is still at the dispatched version and attempt (not cancelled, not rescheduled, not
- * re-dispatched); bumps the lease generation; records the attempt row. No row: refused.
+ * re-dispatched); bumps the lease generation; the attempt's id and start time go on the job row
+ * (its attempt row is written when it ends other than by success: see migration 008). No row:
+ * refused.
  */
 export async function leaseAcquire(
   pool: pg.Pool | pg.ClientBase,
@@ -33,16 +35,10 @@ export async function leaseAcquire(
     retry_policy: unknown;
   }>({
     name: 'lease_acquire',
-    text: `WITH acquired AS (
-       UPDATE job SET state = 'RUNNING', lease_owner = $4, lease_generation = lease_generation + 1,
-                      lease_until = now() + $5 * interval '1 millisecond'
+    text: `UPDATE job SET state = 'RUNNING', lease_owner = $4, lease_generation = lease_generation + 1,
+                      lease_until = now() + $5 * interval '1 millisecond', attempt_id = $6, started_at = now()
        WHERE job_id = $1 AND version = $2 AND attempt = $3 AND state = 'DISPATCHED'
-       RETURNING job_id, attempt, version, lease_generation, lease_until, checkpoint, max_attempts, retry_policy),
-     rec AS (
-       INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
-       SELECT $6, job_id, attempt, version, $4, lease_generation FROM acquired)
-     SELECT lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts, retry_policy
-     FROM acquired`,
+       RETURNING lease_generation, ${MS_OF('lease_until')} AS lease_until_ms, checkpoint, max_attempts, retry_policy`,
     values: [a.jobId, a.version, a.attempt, a.owner, a.ttlMs, a.attemptId],
   });
   const r = rows[0];
@@ -111,7 +107,7 @@ export interface Completion {
  * retryAt; failure without → DEAD plus a dead_letter row (history kept in `attempt`).
  */
 export async function jobComplete(
-  pool: pg.Pool,
+  pool: pg.Pool | pg.ClientBase,
   lease: Pick<Lease, 'jobId' | 'owner' | 'generation' | 'attemptId'>,
   c: Completion,
 ): Promise<boolean> {
@@ -128,14 +124,17 @@ export async function jobComplete(
        UPDATE job SET state = $4,
                       due_at = CASE WHEN $4 = 'SCHEDULED' THEN 'epoch'::timestamptz + $8 * interval '1 millisecond' ELSE due_at END,
                       finished_at = CASE WHEN $4 = 'SCHEDULED' THEN NULL ELSE now() END,
-                      lease_owner = NULL, lease_until = NULL
+                      -- A success keeps its worker on the row: that is its attempt's record.
+                      lease_owner = CASE WHEN $4 = 'SUCCEEDED' THEN lease_owner END, lease_until = NULL
        WHERE job_id = $1 AND lease_owner = $2 AND lease_generation = $3 AND state = 'RUNNING'
-       RETURNING job_id, queue, tenant_id, attempt),
+       RETURNING job_id, queue, tenant_id, attempt, version, started_at),
      att AS (
-       UPDATE attempt SET ended_at = now(), outcome = $5, failure_class = $6, error = $7,
-                          retry_at = CASE WHEN $8::bigint IS NULL THEN NULL
-                                          ELSE 'epoch'::timestamptz + $8 * interval '1 millisecond' END
-       WHERE attempt_id = $9 AND EXISTS (SELECT 1 FROM done)),
+       INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation, started_at, ended_at,
+                            outcome, failure_class, error, retry_at)
+       SELECT $9, job_id, attempt, version, $2, $3, started_at, now(), $5, $6, $7,
+              CASE WHEN $8::bigint IS NULL THEN NULL ELSE 'epoch'::timestamptz + $8 * interval '1 millisecond' END
+       FROM done WHERE $5 <> 'SUCCEEDED'
+       ON CONFLICT (attempt_id) DO NOTHING),
      dlq AS (
        INSERT INTO dead_letter (job_id, queue, tenant_id, failure_class, last_error, fingerprint, attempts)
        SELECT job_id, queue, tenant_id, $6, $7, $10, attempt FROM done WHERE $4 = 'DEAD'
@@ -176,27 +175,34 @@ export async function jobComplete(
     ],
   );
   if (rows.length === 0) {
-    // Record the refusal on the attempt row for forensics (only this worker's own row).
-    await pool.query(
-      `UPDATE attempt SET ended_at = now(), outcome = 'LEASE_LOST', error = $2 WHERE attempt_id = $1 AND ended_at IS NULL`,
-      [lease.attemptId, `completion ${c.outcome} refused: lease no longer held`],
-    );
+    // Record the refusal as this attempt's end, unless its end is recorded already (the reaper's).
+    await attemptEnd(pool, lease, 'LEASE_LOST', `completion ${c.outcome} refused: lease no longer held`);
     return false;
   }
   return true;
 }
 
-/** attempt_end: closes an attempt row without touching the job (cancelled while running). */
+/**
+ * attempt_end: writes the attempt row of an attempt that ends without touching its job (cancelled
+ * while running, or its completion refused), from what the job row holds of it. Nothing if the row
+ * exists already (the reaper's LEASE_LOST) or the job has moved on to another attempt (whose
+ * reclaim wrote this one's row).
+ */
 export async function attemptEnd(
-  pool: pg.Pool,
-  attemptId: string,
+  pool: pg.Pool | pg.ClientBase,
+  lease: Pick<Lease, 'jobId' | 'owner' | 'generation' | 'attemptId'>,
   outcome: string,
   error: string | null,
 ): Promise<void> {
-  await pool.query(
-    'UPDATE attempt SET ended_at = now(), outcome = $2, error = $3 WHERE attempt_id = $1 AND ended_at IS NULL',
-    [attemptId, outcome, error],
-  );
+  await pool.query({
+    name: 'attempt_end',
+    text: `INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation, started_at, ended_at,
+                          outcome, error)
+     SELECT attempt_id, job_id, attempt, version, $2, $3, started_at, now(), $4, $5
+     FROM job WHERE job_id = $1 AND attempt_id = $6
+     ON CONFLICT (attempt_id) DO NOTHING`,
+    values: [lease.jobId, lease.owner, lease.generation, outcome, error, lease.attemptId],
+  });
 }
 
 /** job_state: the current state and version (for `ctx.isCancelled()`). */
@@ -252,18 +258,26 @@ export async function startsToAskAgain(
 }
 
 /*
- * Plans of the batched statements (here and the cross-partition claim). Each job is looked up by
- * primary key (a LATERAL subquery per requested id, in job-id order, locking it; its only condition
- * is the key, and `OFFSET 0` keeps the planner from pushing the state test into it, so no partial
- * index on a state qualifies) and then updated by `job_id = ANY(...)`: no plan may walk the rows in
- * a state. With stale statistics (a fresh table, or a burst that turns
- * 100k jobs DISPATCHED while the statistics say a few hundred) the planner otherwise chose to scan
- * every DISPATCHED row through job_lease_idx and hash-join (82 ms instead of 12 ms per 400 starts), or
- * to walk the whole partial index once per requested id (1.4-6.9 s per batch), which stalled a 100k
- * burst at a few hundred starts a second. The update is not joined back to the looked-up rows: with
- * `j.job_id = t.job_id AND j.job_id = ANY(...)` the plan was a nested loop whose every inner rescan
- * re-prepared (sorted) the whole id array, quadratic in the batch (48 ms for 256 starts in a drain,
- * where the lookups took 1 ms).
+ * Plans of the batched start and success statements. Each is one `UPDATE job … FROM` the request
+ * list, sorted by job id, joined by key: on a table of any size, a nested loop that looks each job
+ * up in job_pkey in job-id order (so two overlapping batches lock in the same order; checked on
+ * 100k rows the statistics had not seen). Only a table of a few pages is scanned instead, since the
+ * planner prices a scan by the table's real size, whatever its statistics say (a deadlock between
+ * two overlapping batches there is retried by the worker). The update takes
+ * each row's lock itself; if a row changes while the statement waits for it, Postgres re-evaluates
+ * the whole condition on the newest version, so a job cancelled, rescheduled or taken by another
+ * lease meanwhile is refused.
+ *
+ * The expected state is written `(state = 'X') IS TRUE`, which the planner cannot match against a
+ * partial index's predicate. With stale statistics (a fresh table, or a burst that turns 100k jobs
+ * DISPATCHED while the statistics say a few hundred) it otherwise chose to scan every DISPATCHED row
+ * through job_lease_idx and hash-join (82 ms instead of 12 ms per 400 starts), or to walk the whole
+ * partial index once per requested id (1.4-6.9 s per batch), which stalled a 100k burst at a few
+ * hundred starts a second. The update is not also filtered by `job_id = ANY(...)`: with both, the
+ * plan was a nested loop whose every inner rescan re-prepared (sorted) the whole id array,
+ * quadratic in the batch (48 ms for 256 starts in a drain). The cross-partition claim (job-claim.ts)
+ * looks its rows up first: it must skip rows another transaction holds (`SKIP LOCKED`), which an
+ * UPDATE cannot.
  */
 
 /** One start a worker asks for in a batch (see `leaseAcquireMany`). */
@@ -277,10 +291,9 @@ export interface LeaseRequest {
 /**
  * lease_acquire for many dispatch records in one statement (one round trip, one commit): the same
  * per-job condition as `leaseAcquire` (DISPATCHED at the dispatched version and attempt), the same
- * generation bump and attempt row. Returns the leases granted, keyed by attempt id; a request
- * missing from the map was refused. All requests share one owner and TTL. Rows are locked in
- * job-id order, so two batches that overlap cannot deadlock each other; the lock taken by the
- * lookup holds until commit, so the update needs no second state check.
+ * generation bump, attempt id and start time on the job row. Returns the leases granted, keyed by
+ * attempt id; a request missing from the map was refused. All requests share one owner and TTL. A
+ * job asked for twice in one batch is granted once.
  */
 export async function leaseAcquireMany(
   pool: pg.Pool | pg.ClientBase,
@@ -300,31 +313,15 @@ export async function leaseAcquireMany(
   }>(
     batchStatement(
       'lease_acquire_many',
-      `WITH req AS (
-       SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::uuid[]) AS r(job_id, version, attempt, attempt_id)),
-     -- Locked and checked here, so every target row is updated below: the attempt rows and the
-     -- answer come from target (its values are those before the update, hence generation + 1;
-     -- now() is the same all through the transaction), and the update is one index scan over the
-     -- list, joined to nothing (see the note on plans above).
-     target AS (
-       SELECT DISTINCT ON (j.job_id) j.*, r.attempt_id
-       FROM (SELECT * FROM req ORDER BY job_id) r
-       CROSS JOIN LATERAL (
-         SELECT job_id, version, attempt, state, lease_generation, checkpoint, max_attempts, retry_policy
-         FROM job WHERE job_id = r.job_id OFFSET 0 FOR UPDATE) j
-       WHERE j.version = r.version AND j.attempt = r.attempt AND j.state = 'DISPATCHED'
-       ORDER BY j.job_id),
-     acquired AS (
-       UPDATE job j SET state = 'RUNNING', lease_owner = $5, lease_generation = j.lease_generation + 1,
-                        lease_until = now() + $6 * interval '1 millisecond'
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))),
-     rec AS (
-       INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
-       SELECT attempt_id, job_id, attempt, version, $5, lease_generation + 1 FROM target)
-     SELECT attempt_id, lease_generation + 1 AS lease_generation,
-            ${MS_OF("now() + $6 * interval '1 millisecond'")} AS lease_until_ms, checkpoint, max_attempts,
-            retry_policy
-     FROM target`,
+      `UPDATE job j SET state = 'RUNNING', lease_owner = $5, lease_generation = j.lease_generation + 1,
+                        lease_until = now() + $6 * interval '1 millisecond', attempt_id = r.attempt_id,
+                        started_at = now()
+     FROM (SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::uuid[]) AS u(job_id, version, attempt, attempt_id)
+           ORDER BY job_id) r
+     WHERE j.job_id = r.job_id AND j.version = r.version AND j.attempt = r.attempt
+       AND (j.state = 'DISPATCHED') IS TRUE
+     RETURNING r.attempt_id, j.lease_generation, ${MS_OF('j.lease_until')} AS lease_until_ms, j.checkpoint,
+               j.max_attempts, j.retry_policy`,
       [
         requests.map((r) => r.jobId),
         requests.map((r) => r.version),
@@ -365,9 +362,10 @@ export interface SuccessReport {
 
 /**
  * job_complete(SUCCEEDED) for many attempts in one statement, under the same owner + generation
- * fence as `jobComplete`: each accepted report ends its job and its attempt row (and writes its
- * event); a refused one (lease reclaimed) is recorded on its own attempt row as LEASE_LOST, as
- * `jobComplete` does. Returns the attempt ids that were accepted.
+ * fence as `jobComplete`: each accepted report ends its job (which keeps the attempt's id, worker
+ * and start time: a success writes no attempt row) and writes its event; a refused one (lease
+ * reclaimed) gets its attempt row as LEASE_LOST, as `jobComplete` does. Returns the attempt ids
+ * that were accepted.
  */
 export async function jobSucceedMany(
   pool: pg.Pool | pg.ClientBase,
@@ -383,34 +381,30 @@ export async function jobSucceedMany(
                             $8::int[], $9::text[])
          AS r(job_id, owner, generation, attempt_id, event_id, event_payload, event_version, event_attempt,
               event_tenant)),
-     -- Locked and checked here, so every target row is updated below (one index scan over the
-     -- list, joined to nothing: see the note on plans above); what follows reads target.
-     target AS (
-       SELECT DISTINCT ON (r.job_id) r.* FROM (SELECT * FROM rep ORDER BY job_id) r
-       CROSS JOIN LATERAL (
-         SELECT lease_owner, lease_generation, state FROM job WHERE job_id = r.job_id OFFSET 0 FOR UPDATE) j
-       WHERE j.lease_owner = r.owner AND j.lease_generation = r.generation AND j.state = 'RUNNING'
-       ORDER BY r.job_id),
      done AS (
-       UPDATE job j SET state = 'SUCCEEDED', finished_at = now(), lease_owner = NULL, lease_until = NULL
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))),
-     att AS (
-       UPDATE attempt a SET ended_at = now(), outcome = 'SUCCEEDED'
-       WHERE a.attempt_id = ANY(ARRAY(SELECT attempt_id FROM target))),
+       UPDATE job j SET state = 'SUCCEEDED', finished_at = now(), lease_until = NULL
+       FROM (SELECT * FROM rep ORDER BY job_id) r
+       WHERE j.job_id = r.job_id AND j.lease_owner = r.owner AND j.lease_generation = r.generation
+         AND (j.state = 'RUNNING') IS TRUE
+       RETURNING r.*),
      refused AS (
-       -- Looked up by key from the (usually empty) list of refused reports, so no plan can scan
-       -- the attempt table to find them.
-       UPDATE attempt a SET ended_at = now(), outcome = 'LEASE_LOST',
-                            error = 'completion SUCCEEDED refused: lease no longer held'
-       WHERE a.attempt_id = ANY(ARRAY(SELECT attempt_id FROM rep
-                                      WHERE attempt_id NOT IN (SELECT attempt_id FROM target)))
-         AND a.ended_at IS NULL),
+       -- The (usually empty) list of refused reports, each looked up by key (OFFSET 0: never by a
+       -- scan), recorded unless the attempt's end is recorded already.
+       INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation, started_at, ended_at,
+                            outcome, error)
+       SELECT j.attempt_id, j.job_id, j.attempt, j.version, f.owner, f.generation, j.started_at, now(), 'LEASE_LOST',
+              'completion SUCCEEDED refused: lease no longer held'
+       FROM (SELECT * FROM rep WHERE attempt_id NOT IN (SELECT attempt_id FROM done)) f
+       CROSS JOIN LATERAL (
+         SELECT job_id, attempt_id, attempt, version, started_at FROM job WHERE job_id = f.job_id OFFSET 0) j
+       WHERE j.attempt_id = f.attempt_id
+       ON CONFLICT (attempt_id) DO NOTHING),
      ev AS (
        INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
        SELECT event_id, 'events', job_id, 'JobEvent', event_payload, job_id, event_version, event_attempt,
               event_tenant
-       FROM target WHERE event_id IS NOT NULL)
-     SELECT attempt_id FROM target`,
+       FROM done WHERE event_id IS NOT NULL)
+     SELECT attempt_id FROM done`,
       [
         reports.map((r) => r.lease.jobId),
         reports.map((r) => r.lease.owner),

@@ -62,13 +62,12 @@ export class Completions {
   /** Records the end of an execution: success, failure (retry or dead letter), or the lease lost. */
   async record(rec: DispatchRecord, queuePolicy: RetryPolicy, lease: Lease, end: ExecutionEnd) {
     const q = { queue: rec.queue };
-    const attemptId = lease.attemptId;
     const { error, reason, startedAtMs, seconds } = end;
     if (reason === 'CANCELLED' || reason === 'LEASE_LOST') {
       this.d.metrics.execution.observe({ ...q, outcome: reason }, seconds);
       await attemptEnd(
         this.d.pool,
-        attemptId,
+        lease,
         reason === 'CANCELLED' ? 'CANCELLED' : 'LEASE_LOST',
         error ? String(error) : null,
       );

@@ -317,7 +317,7 @@ class OursSession implements SystemSession {
   async ranPerStore(log: StartLog, indexes: number[]): Promise<number> {
     if (indexes.length === 0) return 0;
     const { rows } = await this.pool.query<{ n: number }>(
-      'SELECT count(DISTINCT job_id)::int AS n FROM attempt WHERE job_id = ANY($1::text[])',
+      'SELECT count(DISTINCT job_id)::int AS n FROM attempt_history WHERE job_id = ANY($1::text[])',
       [indexes.map((i) => jobIdOf(log.tag, i))],
     );
     return rows[0]?.n ?? 0;
