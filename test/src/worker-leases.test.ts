@@ -12,6 +12,19 @@ const spec = (o: object) => Buffer.from(JSON.stringify(o));
 
 describe('workers: version-checked start and fenced leases on the real stack', () => {
   let s: Scenario | undefined;
+
+  /** A job's attempt history, checked to be attempt 1 lost (its worker gone) and attempt 2 run. */
+  async function lostThenSucceeded(jobId: string) {
+    const { rows } = await s!.db.pool.query<{ attempt: number; outcome: string; worker_id: string }>(
+      'SELECT attempt, outcome, worker_id FROM attempt_history WHERE job_id = $1 ORDER BY attempt',
+      [jobId],
+    );
+    expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
+      [1, 'LEASE_LOST'],
+      [2, 'SUCCEEDED'],
+    ]);
+    return rows;
+  }
   afterEach(async () => {
     await s?.close();
     s = undefined;
@@ -60,13 +73,7 @@ describe('workers: version-checked start and fenced leases on the real stack', (
     expect(finished[0]!.attempt).toBe(2);
     expect(finished[0]!.generation).toBeGreaterThan(ex[0]!.generation);
     // The killed worker never ended attempt 1: the reaper wrote its row. Attempt 2 is the job's own.
-    const { rows } = await s.db.pool.query<{ attempt: number; outcome: string; worker_id: string }>(
-      "SELECT attempt, outcome, worker_id FROM attempt_history WHERE job_id = 'kill-1' ORDER BY attempt",
-    );
-    expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
-      [1, 'LEASE_LOST'],
-      [2, 'SUCCEEDED'],
-    ]);
+    const rows = await lostThenSucceeded('kill-1');
     expect(rows[0]!.worker_id).toBe(a.ownerId);
   });
 
@@ -91,13 +98,7 @@ describe('workers: version-checked start and fenced leases on the real stack', (
       20_000,
       async () => (await a.metric('sched_worker_refused_completions_total')) >= 1,
     );
-    const { rows } = await s.db.pool.query<{ attempt: number; outcome: string; worker_id: string }>(
-      "SELECT attempt, outcome, worker_id FROM attempt_history WHERE job_id = 'late-1' ORDER BY attempt",
-    );
-    expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
-      [1, 'LEASE_LOST'],
-      [2, 'SUCCEEDED'],
-    ]);
+    const rows = await lostThenSucceeded('late-1');
     expect(rows[1]!.worker_id).toBe(b.ownerId);
     expect(await sched.metric('sched_lease_reaped_total', { to: 'SCHEDULED' })).toBeGreaterThanOrEqual(1);
   });

@@ -1,9 +1,9 @@
 -- 008: the current attempt lives on the job row; the attempt table holds the attempts that ended
 -- any other way than success, each written once, when it ends.
 --
--- Before, a start inserted the attempt row and its completion updated it: two of the eight row
--- writes a job cost Postgres end to end (create, command id, claim, outbox, start, attempt,
--- completion, attempt). The running attempt's id and start time now go on the job row, in the
+-- Before, a start inserted the attempt row and its completion updated it: two of the seven row
+-- writes a job cost Postgres end to end (create, claim, outbox, start, attempt, completion,
+-- attempt; a create writes no command-id row). The running attempt's id and start time now go on the job row, in the
 -- start's own update, which writes that row anyway; a success leaves them there with the worker's
 -- id (lease_owner is no longer cleared on success) and writes no attempt row. A failure, timeout,
 -- cancellation or lost lease inserts its attempt row at the end (the reaper writes the row of an
