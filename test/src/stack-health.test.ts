@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DISPATCH_TOPIC_PREFIX,
@@ -117,6 +118,39 @@ describe('local stack', () => {
       }
     });
   });
+
+  it('the slot keeps up with WAL that other databases write (the heartbeat action query)', async () => {
+    // Without a captured change now and then the slot's confirmed position stays where the last
+    // outbox row left it while other databases write, and the cluster keeps all that WAL.
+    const other = new URL(endpoints.databaseUrl);
+    other.pathname = '/postgres';
+    const client = new pg.Client({ connectionString: other.toString() });
+    await client.connect();
+    try {
+      const table = uniqueName('t_wal');
+      await client.query(`CREATE TABLE ${table} (n int, pad text)`);
+      await client.query(`INSERT INTO ${table} SELECT n, repeat('x', 200) FROM generate_series(1, 20000) n`);
+      await client.query(`DROP TABLE ${table}`);
+      const written = (await client.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))
+        .rows[0]!.lsn;
+      // Debezium beats every 10 s (heartbeat.interval.ms); Connect flushes offsets every second.
+      const deadline = Date.now() + 40_000;
+      let behind = Number.NaN;
+      for (;;) {
+        const r = await client.query<{ behind: string }>(
+          `SELECT pg_wal_lsn_diff($1::pg_lsn, confirmed_flush_lsn)::text AS behind
+             FROM pg_replication_slots WHERE slot_name = 'sched_outbox'`,
+          [written],
+        );
+        behind = Number(r.rows[0]?.behind ?? Number.NaN);
+        if (behind <= 0 || Date.now() > deadline) break;
+        await new Promise((res) => setTimeout(res, 500));
+      }
+      expect(behind).toBeLessThanOrEqual(0);
+    } finally {
+      await client.end();
+    }
+  }, 60_000);
 
   it('`status` exits non-zero while a service is down, and zero once it is back', async () => {
     await stopService('registry', quiet);

@@ -24,11 +24,30 @@ describe('the outbox connector file', () => {
     expect(t['publication.autocreate.mode']).toBe('disabled');
     expect(t['slot.name']).toBe('sched_outbox');
     expect(t['snapshot.mode']).toBe('no_data');
-    // Debezium matches table.include.list against the whole `schema.table`.
-    const include = new RegExp(`^(?:${t['table.include.list']})$`);
-    for (const yes of ['public.outbox', 't_abc123.outbox']) expect(include.test(yes)).toBe(true);
-    for (const no of ['public.outbox_old', 'public.jobs', 'public.xoutbox'])
+    // Debezium matches each comma-separated pattern of table.include.list against the whole
+    // `schema.table`.
+    const patterns = t['table.include.list']!.split(',').map((p) => new RegExp(`^(?:${p})$`));
+    const include = { test: (name: string) => patterns.some((p) => p.test(name)) };
+    for (const yes of ['public.outbox', 't_abc123.outbox', 'sched_cdc.heartbeat'])
+      expect(include.test(yes)).toBe(true);
+    for (const no of ['public.outbox_old', 'public.jobs', 'public.xoutbox', 'public.heartbeat'])
       expect(include.test(no)).toBe(false);
+  });
+
+  it('beats into the heartbeat table, and drops its changes before the outbox router sees them', () => {
+    // The slot's confirmed position moves only with a captured change: without the beat it stays
+    // behind while other databases of the cluster write (integration test in stack-health).
+    expect(t['heartbeat.action.query']).toMatch(/INSERT INTO sched_cdc\.heartbeat\b/);
+    expect(t.transforms?.split(',')).toEqual(['heartbeat', 'outbox']);
+    expect(t['transforms.heartbeat.type']).toBe('org.apache.kafka.connect.transforms.Filter');
+    const pred = t['transforms.heartbeat.predicate']!;
+    expect(t[`predicates.${pred}.type`]).toBe(
+      'org.apache.kafka.connect.transforms.predicates.TopicNameMatches',
+    );
+    const dropped = new RegExp(`^(?:${t[`predicates.${pred}.pattern`]})$`);
+    expect(dropped.test('sched.sched_cdc.heartbeat')).toBe(true);
+    for (const kept of ['sched.public.outbox', 'sched.t_abc.outbox', '__debezium-heartbeat.sched'])
+      expect(dropped.test(kept)).toBe(false);
   });
 
   it('passes key and payload through as bytes, with the outbox columns as headers', () => {
