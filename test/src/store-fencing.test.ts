@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import {
   FencedError,
@@ -174,6 +176,64 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(reaped).toEqual([expect.objectContaining({ jobId: 'lease-1', attempt: 1, state: 'SCHEDULED' })]);
     const stale = await inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
     expect(stale).toEqual([]);
+  });
+
+  describe('attempts started before migration 008 (an open attempt row, nothing on the job row)', () => {
+    // What a start of the old code left: the job RUNNING under a lease, its attempt row open.
+    async function legacyStart(jobId: string, partition: number, epoch: number): Promise<string> {
+      await inTransaction(db().pool, (c) =>
+        jobCreateBatch(c, partition, epoch, [job(jobId, Date.now() - 1)]),
+      );
+      await inTransaction(db().pool, (c) => jobClaimDue(c, partition, epoch, [jobId], 60_000));
+      const attemptId = randomUUID();
+      await db().pool.query(
+        `WITH j AS (
+           UPDATE job SET state = 'RUNNING', lease_owner = 'old-worker', lease_generation = lease_generation + 1,
+                          lease_until = now() - interval '1 second'
+           WHERE job_id = $1 RETURNING job_id, attempt, version, lease_generation)
+         INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
+         SELECT $2, job_id, attempt, version, 'old-worker', lease_generation FROM j`,
+        [jobId, attemptId],
+      );
+      return attemptId;
+    }
+    const history = async (jobId: string) =>
+      (
+        await db().pool.query<{ attempt_id: string; outcome: string | null; ended: boolean }>(
+          'SELECT attempt_id, outcome, ended_at IS NOT NULL AS ended FROM attempt_history WHERE job_id = $1',
+          [jobId],
+        )
+      ).rows;
+
+    it('the reaper closes the open row as LEASE_LOST, and writes no second one', async () => {
+      const own = await partitionClaim(db().pool, 9, 'a');
+      const attemptId = await legacyStart('legacy-reaped', 9, own.epoch);
+      const reaped = await inTransaction(db().pool, (c) => leaseReap(c, 9, own.epoch, 10, 0));
+      expect(reaped.map((r) => r.jobId)).toEqual(['legacy-reaped']);
+      expect(await history('legacy-reaped')).toEqual([
+        { attempt_id: attemptId, outcome: 'LEASE_LOST', ended: true },
+      ]);
+    });
+
+    it('migration 009 closes rows whose job moved on, and leaves a running attempt open', async () => {
+      const own = await partitionClaim(db().pool, 10, 'a');
+      const moved = await legacyStart('legacy-moved', 10, own.epoch);
+      const running = await legacyStart('legacy-running', 10, own.epoch);
+      // The old reaper took legacy-moved back without touching its row.
+      await db().pool.query(
+        `UPDATE job SET state = 'SCHEDULED', lease_owner = NULL, lease_until = NULL WHERE job_id = $1`,
+        ['legacy-moved'],
+      );
+      const sql = await readFile(
+        new URL('../../libs/store/migrations/009_close_legacy_attempts.sql', import.meta.url),
+        'utf8',
+      );
+      await db().pool.query(sql);
+      expect(await history('legacy-moved')).toEqual([
+        { attempt_id: moved, outcome: 'LEASE_LOST', ended: false },
+      ]);
+      expect(await history('legacy-running')).toEqual([{ attempt_id: running, outcome: null, ended: false }]);
+    });
   });
 
   it('a claim across partitions reports which epochs are current and claims only theirs', async () => {

@@ -287,7 +287,8 @@ export interface ReapedJob {
 /**
  * lease_reap: DISPATCHED/RUNNING jobs of the partition whose lease ended more than `$4` ms ago
  * (clock-skew margin) go back to SCHEDULED, due now, with the lost attempt counted; those that
- * used up max_attempts go DEAD. A started attempt among them gets its attempt row, LEASE_LOST.
+ * used up max_attempts go DEAD. A started attempt among them gets its attempt row, LEASE_LOST (or,
+ * started before migration 008, has its open row closed so).
  * SKIP LOCKED, bounded by `$3`, fenced.
  */
 export async function leaseReap(
@@ -330,7 +331,14 @@ export async function leaseReap(
               'LEASE_LOST', 'lease expired: reclaimed by the reaper'
        FROM expired e JOIN reaped r ON r.job_id = e.job_id
        WHERE e.state = 'RUNNING' AND e.attempt_id IS NOT NULL
-       ON CONFLICT (attempt_id) DO NOTHING)
+       ON CONFLICT (attempt_id) DO NOTHING),
+     -- An attempt started before migration 008 (or by a worker of an older version) has its row
+     -- already, open, and nothing on the job row: close that row instead.
+     lost_legacy AS (
+       UPDATE attempt a SET ended_at = now(), outcome = 'LEASE_LOST', error = 'lease expired: reclaimed by the reaper'
+       FROM expired e JOIN reaped r ON r.job_id = e.job_id
+       WHERE e.state = 'RUNNING' AND e.attempt_id IS NULL
+         AND a.job_id = e.job_id AND a.lease_generation = e.lease_generation AND a.ended_at IS NULL)
      SELECT job_id, due_ms, attempt, state FROM reaped`,
     values: [partition, epoch, limit, skewMarginMs],
   });
