@@ -1,4 +1,6 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
@@ -6,7 +8,12 @@ import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   DISPATCH_TOPIC_PREFIX,
+  POLL_TIMER_AGENT_SOURCE,
+  POLL_TIMER_PATCHED_LINE,
+  distributionDirs,
   ensureStackUp,
+  logFile,
+  stackSettings,
   stackStatus,
   startService,
   stopService,
@@ -151,6 +158,22 @@ describe('local stack', () => {
       await client.end();
     }
   }, 60_000);
+
+  it('Connect runs with the poll-timer agent, which found and patched Debezium’s timer', () => {
+    // Without it Debezium's queue spins through the last millisecond of every poll interval
+    // (~18 % of a core while idle, see deploy/local/java/PollTimerAgent.java).
+    const s = stackSettings(process.env);
+    const dir = join(distributionDirs(s).debeziumPluginPath, 'debezium-connector-postgres');
+    const utilJar = readdirSync(dir).find((f) => /^debezium-util-.+\.jar$/.test(f));
+    expect(utilJar).toBeDefined();
+    const java = s.javaHome ? join(s.javaHome, 'bin', 'java') : 'java';
+    const check = spawnSync(java, [POLL_TIMER_AGENT_SOURCE, '--check', join(dir, utilJar!)], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(check.stdout.trim()).toBe('patchable: io/debezium/util/Threads$2');
+    expect(readFileSync(logFile(s.stateDir, 'connect'), 'utf8')).toContain(POLL_TIMER_PATCHED_LINE);
+  });
 
   it('`status` exits non-zero while a service is down, and zero once it is back', async () => {
     await stopService('registry', quiet);

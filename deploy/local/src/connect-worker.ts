@@ -51,7 +51,13 @@ export function workerProperties(s: StackSettings, pluginPath: string): Record<s
   };
 }
 
-export function startConnect(s: StackSettings, java: string, libDir: string, pluginPath: string): number {
+export function startConnect(
+  s: StackSettings,
+  java: string,
+  libDir: string,
+  pluginPath: string,
+  agentJar?: string,
+): number {
   const dir = join(s.stateDir, 'connect');
   mkdirSync(dir, { recursive: true });
   const propsPath = join(dir, 'worker.properties');
@@ -65,6 +71,7 @@ export function startConnect(s: StackSettings, java: string, libDir: string, plu
       '-Xms128m',
       `-Xmx${CONNECT_HEAP}`,
       ...JVM_COMMON,
+      ...(agentJar ? [`-javaagent:${agentJar}`] : []),
       ...markerArgs(s.stateDir, 'connect'),
       `-Dlog4j2.configurationFile=${log4j}`,
       '-cp',

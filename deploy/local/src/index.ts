@@ -30,7 +30,9 @@ export {
 export type { ConnectorConfig } from './connector.js';
 export { BROKER_SETTINGS } from './kafka-broker.js';
 export { WORKER_SETTINGS } from './connect-worker.js';
-export { recipeVersions } from './distributions.js';
+export { recipeVersions, distributionDirs } from './distributions.js';
+export { POLL_TIMER_AGENT_SOURCE, POLL_TIMER_PATCHED_LINE } from './poll-timer-agent.js';
+export { logFile } from './processes.js';
 export { StackError, type StackErrorCode } from './errors.js';
 
 /**

@@ -12,6 +12,7 @@ import {
   setConnectorRunning,
 } from './connector.js';
 import { startConnect } from './connect-worker.js';
+import { pollTimerAgentJar } from './poll-timer-agent.js';
 import {
   LABEL,
   redact,
@@ -203,7 +204,8 @@ export async function startConnectService(ctx: StackContext): Promise<void> {
     const java = ctx.javaForKafka();
     await requireServicePorts(ctx, 'connect');
     const dist = await ctx.distributions();
-    pid = startConnect(ctx.s, java.java, dist.kafkaLibDir, dist.debeziumPluginPath);
+    const agent = pollTimerAgentJar(ctx.s, java.java, ctx.say);
+    pid = startConnect(ctx.s, java.java, dist.kafkaLibDir, dist.debeziumPluginPath, agent);
     ctx.say(`connect: starting (pid ${pid}, Debezium ${dist.versions.debezium})`);
   }
   const abort = abortIfDead(ctx, 'connect', pid);

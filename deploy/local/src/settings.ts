@@ -42,6 +42,8 @@ export interface StackSettings {
   registryJavaHome: string | undefined;
   /** Optional directory holding initdb / pg_ctl / postgres. */
   pgBinDir: string | undefined;
+  /** Start Connect with the poll-timer agent (`java/PollTimerAgent.java`). Default true. */
+  connectPollTimerFix: boolean;
 }
 
 type EnvOptions = Omit<StackSettings, 'stateDir' | 'cacheDir' | 'externalDatabaseUrl'> & {
@@ -64,6 +66,7 @@ const ENV_SPEC: EnvSpec<EnvOptions> = {
   javaHome: { env: 'SCHED_JAVA_HOME', kind: 'string' },
   registryJavaHome: { env: 'SCHED_REGISTRY_JAVA_HOME', kind: 'string' },
   pgBinDir: { env: 'SCHED_PG_BIN_DIR', kind: 'string' },
+  connectPollTimerFix: { env: 'SCHED_CONNECT_POLL_TIMER_FIX', kind: 'bool' },
 };
 
 /** Port settings with the environment variable that changes each (for messages). */
@@ -102,6 +105,7 @@ export function stackSettings(env: Env): Readonly<StackSettings> {
     javaHome: undefined,
     registryJavaHome: undefined,
     pgBinDir: undefined,
+    connectPollTimerFix: true,
   };
   const { cacheHome: _c, stateDir: _s, ...options } = raw;
   return buildConfig<StackSettings>(
