@@ -47,7 +47,7 @@ function describePlan(plan: Plan, workloads: WorkloadName[]): string {
     lines.push(`  burst: ${plan.burst.jobs} jobs due within one second; cap ${plan.burst.capMs / 1000} s`);
   if (workloads.includes('drain'))
     lines.push(
-      `  drain: ramp ${plan.drain.startRate}/s ×${plan.drain.growth} per ${plan.drain.stepMs / 1000} s step (≤ ${plan.drain.maxSteps} steps), then ${plan.drain.confirmReps} × ${plan.drain.confirmMs / 1000} s at the last rate held`,
+      `  drain: ramp ${plan.drain.startRate}/s ×${plan.drain.growth} per ${plan.drain.stepMs / 1000} s step (≤ ${plan.drain.maxSteps} steps), ${plan.drain.refineSteps} step(s) between the last held and the first failed, then ${plan.drain.confirmReps} × ${plan.drain.confirmMs / 1000} s at the last rate held`,
     );
   if (workloads.includes('ingest'))
     lines.push(

@@ -35,6 +35,8 @@ export interface Plan {
     confirmMs: number;
     confirmWarmupMs: number;
     confirmReps: number;
+    /** Steps between the last rate held and the first that failed (geometric midpoints). */
+    refineSteps: number;
     /** Longest wait for a step's leftover backlog before the next step (unmeasured). */
     leftoverMs: number;
   };
@@ -84,6 +86,7 @@ export const FULL: Plan = {
     confirmMs: 60_000,
     confirmWarmupMs: 5_000,
     confirmReps: 1,
+    refineSteps: 2,
     leftoverMs: 15_000,
   },
   pending: {
@@ -125,6 +128,7 @@ export const QUICK: Plan = {
     confirmMs: 4_000,
     confirmWarmupMs: 1_000,
     confirmReps: 1,
+    refineSteps: 1,
     leftoverMs: 3_000,
   },
   pending: {
