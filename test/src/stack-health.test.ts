@@ -132,8 +132,11 @@ describe('local stack', () => {
     const other = new URL(endpoints.databaseUrl);
     other.pathname = '/postgres';
     const client = new pg.Client({ connectionString: other.toString() });
+    const ours = new pg.Client({ connectionString: endpoints.databaseUrl });
     await client.connect();
+    await ours.connect();
     try {
+      const since = (await ours.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t;
       const table = uniqueName('t_wal');
       await client.query(`CREATE TABLE ${table} (n int, pad text)`);
       await client.query(`INSERT INTO ${table} SELECT n, repeat('x', 200) FROM generate_series(1, 20000) n`);
@@ -154,8 +157,34 @@ describe('local stack', () => {
         await new Promise((res) => setTimeout(res, 500));
       }
       expect(behind).toBeLessThanOrEqual(0);
+      // It was the beat: the row was rewritten meanwhile, and its changes never reached Kafka.
+      const beat = await ours.query<{ fresh: boolean }>(
+        'SELECT beat_at > $1 AS fresh FROM sched_cdc.heartbeat',
+        [since],
+      );
+      expect(beat.rows).toEqual([{ fresh: true }]);
+      // `status` shows the beat's age (a stopped beat is otherwise only an ERROR line in connect.log).
+      const st = await stackStatus(quiet);
+      expect(st.services.find((x) => x.name === 'postgres')?.detail).toMatch(/, heartbeat \d+ s ago$/);
+      const kafka = new Kafka({
+        clientId: 'stack-health',
+        brokers: endpoints.kafkaBrokers,
+        logLevel: logLevel.NOTHING,
+      });
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        expect(
+          (await admin.listTopics()).filter(
+            (t) => t.includes('heartbeat') && t !== '__debezium-heartbeat.sched',
+          ),
+        ).toEqual([]);
+      } finally {
+        await admin.disconnect();
+      }
     } finally {
       await client.end();
+      await ours.end();
     }
   }, 60_000);
 
@@ -172,7 +201,15 @@ describe('local stack', () => {
       timeout: 60_000,
     });
     expect(check.stdout.trim()).toBe('patchable: io/debezium/util/Threads$2');
-    expect(readFileSync(logFile(s.stateDir, 'connect'), 'utf8')).toContain(POLL_TIMER_PATCHED_LINE);
+    // The running JVM has the agent, and its log since that start says it patched the class (the
+    // log is appended to across restarts: look only after the last start's line).
+    const pid = readFileSync(join(s.stateDir, 'pids', 'connect.pid'), 'utf8').trim();
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    expect(cmdline.some((a) => /^-javaagent:.*poll-timer-agent\.jar$/.test(a))).toBe(true);
+    const log = readFileSync(logFile(s.stateDir, 'connect'), 'utf8');
+    const lastStart = log.lastIndexOf('[poll-timer-agent] installed');
+    expect(lastStart).toBeGreaterThanOrEqual(0);
+    expect(log.indexOf(POLL_TIMER_PATCHED_LINE, lastStart)).toBeGreaterThan(lastStart);
   });
 
   it('`status` exits non-zero while a service is down, and zero once it is back', async () => {

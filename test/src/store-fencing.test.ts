@@ -180,11 +180,7 @@ describe('store: fencing and claims against real Postgres', () => {
 
   describe('attempts started before migration 008 (an open attempt row, nothing on the job row)', () => {
     // What a start of the old code left: the job RUNNING under a lease, its attempt row open.
-    async function legacyStart(jobId: string, partition: number, epoch: number): Promise<string> {
-      await inTransaction(db().pool, (c) =>
-        jobCreateBatch(c, partition, epoch, [job(jobId, Date.now() - 1)]),
-      );
-      await inTransaction(db().pool, (c) => jobClaimDue(c, partition, epoch, [jobId], 60_000));
+    async function oldStart(jobId: string): Promise<string> {
       const attemptId = randomUUID();
       await db().pool.query(
         `WITH j AS (
@@ -196,6 +192,13 @@ describe('store: fencing and claims against real Postgres', () => {
         [jobId, attemptId],
       );
       return attemptId;
+    }
+    async function legacyStart(jobId: string, partition: number, epoch: number): Promise<string> {
+      await inTransaction(db().pool, (c) =>
+        jobCreateBatch(c, partition, epoch, [job(jobId, Date.now() - 1)]),
+      );
+      await inTransaction(db().pool, (c) => jobClaimDue(c, partition, epoch, [jobId], 60_000));
+      return oldStart(jobId);
     }
     const history = async (jobId: string) =>
       (
@@ -213,6 +216,37 @@ describe('store: fencing and claims against real Postgres', () => {
       expect(await history('legacy-reaped')).toEqual([
         { attempt_id: attemptId, outcome: 'LEASE_LOST', ended: true },
       ]);
+    });
+
+    it('the reaper closes it too when the job row still names an earlier attempt of newer code', async () => {
+      const own = await partitionClaim(db().pool, 11, 'a');
+      // An earlier attempt by a new worker failed: its row is written, the job row keeps its id,
+      // and the job is due again.
+      const earlier = randomUUID();
+      await inTransaction(db().pool, (c) =>
+        jobCreateBatch(c, 11, own.epoch, [job('legacy-after-new', Date.now() - 1)]),
+      );
+      await inTransaction(db().pool, (c) => jobClaimDue(c, 11, own.epoch, ['legacy-after-new'], 60_000));
+      await db().pool.query(
+        `WITH j AS (UPDATE job SET state = 'SCHEDULED', attempt_id = $2, started_at = now()
+                    WHERE job_id = $1 RETURNING job_id, attempt, version, lease_generation)
+         INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation, ended_at, outcome)
+         SELECT $2, job_id, attempt, version, 'new-worker', lease_generation, now(), 'FAILED' FROM j`,
+        ['legacy-after-new', earlier],
+      );
+      // Then an old worker starts it: claimed again, then the old start.
+      await inTransaction(db().pool, (c) => jobClaimDue(c, 11, own.epoch, ['legacy-after-new'], 60_000));
+      const attemptId = await oldStart('legacy-after-new');
+      const reaped = await inTransaction(db().pool, (c) => leaseReap(c, 11, own.epoch, 10, 0));
+      expect(reaped.map((r) => r.jobId)).toEqual(['legacy-after-new']);
+      const rows = await history('legacy-after-new');
+      expect(rows).toHaveLength(2);
+      expect(rows).toEqual(
+        expect.arrayContaining([
+          { attempt_id: earlier, outcome: 'FAILED', ended: true },
+          { attempt_id: attemptId, outcome: 'LEASE_LOST', ended: true },
+        ]),
+      );
     });
 
     it('migration 009 closes rows whose job moved on, and leaves a running attempt open', async () => {

@@ -27,7 +27,11 @@ export async function serviceStatus(ctx: StackContext, name: ServiceName): Promi
       try {
         const slot = await slotInfo(url, SLOT_NAME);
         const slotText = slot.exists
-          ? `slot ${SLOT_NAME} ${slot.active ? 'active' : 'INACTIVE'}, lag ${formatBytes(slot.lagBytes)}`
+          ? `slot ${SLOT_NAME} ${slot.active ? 'active' : 'INACTIVE'}, lag ${formatBytes(slot.lagBytes)}, ${
+              slot.heartbeatAgeS === undefined
+                ? 'no heartbeat yet'
+                : `heartbeat ${Math.round(slot.heartbeatAgeS)} s ago`
+            }`
           : `slot ${SLOT_NAME} absent`;
         if (slot.walLevel !== 'logical')
           return {

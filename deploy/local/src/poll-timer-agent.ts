@@ -40,6 +40,8 @@ export function pollTimerAgentJar(
     say(`connect: no javac/jar next to ${java} (a JRE?): starting without the poll-timer agent`);
     return undefined;
   }
+  // Several stacks share the cache: build in a directory of our own, then move the jar into
+  // place with one rename (atomic; a jar already there is as good as ours), never deleting one.
   const work = `${dir}.tmp-${process.pid}`;
   rmSync(work, { recursive: true, force: true });
   mkdirSync(join(work, 'classes'), { recursive: true });
@@ -62,12 +64,14 @@ export function pollTimerAgentJar(
       join(work, 'classes'),
       '.',
     ]);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(work, dir);
+    mkdirSync(dir, { recursive: true });
+    renameSync(join(work, 'poll-timer-agent.jar'), jarPath);
   } catch (err) {
-    rmSync(work, { recursive: true, force: true });
+    if (existsSync(jarPath)) return jarPath;
     say(`connect: could not build the poll-timer agent, starting without it: ${(err as Error).message}`);
     return undefined;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
   say(`connect: built the poll-timer agent (${jarPath})`);
   return jarPath;

@@ -354,6 +354,8 @@ export interface SlotInfo {
   /** WAL bytes between the server's current position and what the slot's reader confirmed. */
   lagBytes: number | undefined;
   walLevel: string;
+  /** Seconds since Debezium's heartbeat action last rewrote `sched_cdc.heartbeat`; undefined: never. */
+  heartbeatAgeS: number | undefined;
 }
 
 /** The replication slot's state (and the server's wal_level) on the database of `databaseUrl`. */
@@ -373,7 +375,18 @@ export async function slotInfo(databaseUrl: string, slot: string): Promise<SlotI
       [slot],
     );
     const row = r.rows[0];
+    // A beat that stops (the action query failing: Debezium only logs it) lets the slot fall
+    // behind again while other databases write: `status` shows its age.
+    const hasBeat = await client.query<{ t: string | null }>(
+      "SELECT to_regclass('sched_cdc.heartbeat')::text AS t",
+    );
+    const beat = hasBeat.rows[0]?.t
+      ? await client.query<{ age: number | null }>(
+          'SELECT extract(epoch FROM now() - max(beat_at))::float8 AS age FROM sched_cdc.heartbeat',
+        )
+      : undefined;
     return {
+      heartbeatAgeS: beat?.rows[0]?.age ?? undefined,
       exists: row !== undefined,
       active: row?.active ?? false,
       activePid: row?.active_pid ?? undefined,

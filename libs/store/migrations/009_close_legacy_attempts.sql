@@ -5,7 +5,7 @@
 -- belongs to an attempt its job has moved on from (the job is not RUNNING under the row's lease
 -- generation): it is closed here as LEASE_LOST, its end time left unknown. Rows of attempts still
 -- running under their generation are left to their worker, or to the reaper, which since 009 closes
--- the open row of an attempt that has nothing on the job row.
+-- the open attempt row of the lease it takes back.
 UPDATE attempt a
 SET outcome = 'LEASE_LOST',
     error = 'lease lost before migration 009 (end time not recorded)'

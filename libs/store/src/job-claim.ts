@@ -332,13 +332,15 @@ export async function leaseReap(
        FROM expired e JOIN reaped r ON r.job_id = e.job_id
        WHERE e.state = 'RUNNING' AND e.attempt_id IS NOT NULL
        ON CONFLICT (attempt_id) DO NOTHING),
-     -- An attempt started before migration 008 (or by a worker of an older version) has its row
-     -- already, open, and nothing on the job row: close that row instead.
+     -- An attempt started before migration 008 (or by a worker of an older version) wrote its row
+     -- at the start and left the job row's attempt_id alone (NULL, or an earlier attempt's, whose
+     -- row exists, so the insert above adds nothing): close that open row of this lease instead.
      lost_legacy AS (
        UPDATE attempt a SET ended_at = now(), outcome = 'LEASE_LOST', error = 'lease expired: reclaimed by the reaper'
        FROM expired e JOIN reaped r ON r.job_id = e.job_id
-       WHERE e.state = 'RUNNING' AND e.attempt_id IS NULL
-         AND a.job_id = e.job_id AND a.lease_generation = e.lease_generation AND a.ended_at IS NULL)
+       WHERE e.state = 'RUNNING'
+         AND a.job_id = e.job_id AND a.lease_generation = e.lease_generation
+         AND a.ended_at IS NULL AND a.outcome IS NULL)
      SELECT job_id, due_ms, attempt, state FROM reaped`,
     values: [partition, epoch, limit, skewMarginMs],
   });

@@ -91,18 +91,22 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
   let best = 0;
   let rate = p.startRate;
   const ramp: string[] = [];
-  const step = async (r: number): Promise<boolean> => {
+  const step = async (r: number, refining: boolean): Promise<boolean> => {
     const o = await offer(s, ctx, r, p.stepMs);
     const ok = held(o, r);
-    ramp.push(`${r}${ok ? '✓' : o.producerLimited ? '✗(producer)' : '✗'}`);
-    // Let what is left drain before the next step (bounded), unmeasured.
-    await o.log.waitAll(Date.now() + p.leftoverMs);
+    ramp.push(`${refining ? '~' : ''}${r}${ok ? '✓' : o.producerLimited ? '✗(producer)' : '✗'}`);
+    // Let what is left drain before the next step (bounded), unmeasured. After a failed step the
+    // refinement follows, which must not pay for this step's backlog. (A producer-limited step
+    // never issued all its jobs, so waiting for all of them would only run out the clock.)
+    const waitMs = ok || o.producerLimited ? p.leftoverMs : DRAIN_BACKLOG_MS;
+    if (!(await o.log.waitAll(Date.now() + waitMs)) && !ok && !o.producerLimited)
+      notes.push(`backlog of the ${r} jobs/s step not drained before the next step`);
     ctx.hub.close(o.log);
     return ok;
   };
   let failed: number | undefined;
   for (let k = 0; k < p.maxSteps && rate <= p.maxRate; k++) {
-    if (!(await step(rate))) {
+    if (!(await step(rate, false))) {
       failed = rate;
       break;
     }
@@ -114,10 +118,10 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
   for (let k = 0; k < p.refineSteps && best > 0 && failed !== undefined; k++) {
     const mid = Math.round(Math.sqrt(best * failed));
     if (mid <= best * 1.05 || mid >= failed * 0.95) break;
-    if (await step(mid)) best = mid;
+    if (await step(mid, true)) best = mid;
     else failed = mid;
   }
-  notes.push(`ramp (jobs/s offered, held?): ${ramp.join(' ')}`);
+  notes.push(`ramp (jobs/s offered, held?; ~ between held and failed): ${ramp.join(' ')}`);
   ctx.say(`  ramp: ${ramp.join(' ')}`);
   if (best === 0) {
     notes.push(`did not hold even ${p.startRate} jobs/s`);
