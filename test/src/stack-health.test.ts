@@ -38,6 +38,8 @@ async function cliStatus(): Promise<{ code: number; out: string }> {
 
 describe('local stack', () => {
   let endpoints: Awaited<ReturnType<typeof ensureStackUp>>;
+  const kafkaOf = () =>
+    new Kafka({ clientId: 'stack-health', brokers: endpoints.kafkaBrokers, logLevel: logLevel.NOTHING });
   beforeAll(async () => {
     endpoints = await ensureStackUp(quiet); // idempotent: seconds when `npm test` already ran `up`
   });
@@ -73,11 +75,7 @@ describe('local stack', () => {
         [id, `dispatch.${queue}`, `job-${id}`, payload],
       );
 
-      const kafka = new Kafka({
-        clientId: 'stack-health',
-        brokers: endpoints.kafkaBrokers,
-        logLevel: logLevel.NOTHING,
-      });
+      const kafka = kafkaOf();
       const admin = kafka.admin();
       await admin.connect();
       const deadline = Date.now() + 30_000;
@@ -166,12 +164,7 @@ describe('local stack', () => {
       // `status` shows the beat's age (a stopped beat is otherwise only an ERROR line in connect.log).
       const st = await stackStatus(quiet);
       expect(st.services.find((x) => x.name === 'postgres')?.detail).toMatch(/, heartbeat \d+ s ago$/);
-      const kafka = new Kafka({
-        clientId: 'stack-health',
-        brokers: endpoints.kafkaBrokers,
-        logLevel: logLevel.NOTHING,
-      });
-      const admin = kafka.admin();
+      const admin = kafkaOf().admin();
       await admin.connect();
       try {
         expect(
