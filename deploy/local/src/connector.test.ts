@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CDC_HEARTBEAT_TABLE } from '@sched/store';
 import { CONNECTOR_NAME, CONNECTOR_PLACEHOLDERS, connectorConfig, connectorTemplate } from './connector.js';
 
 describe('the outbox connector file', () => {
@@ -37,7 +38,10 @@ describe('the outbox connector file', () => {
   it('beats into the heartbeat table, and drops its changes before the outbox router sees them', () => {
     // The slot's confirmed position moves only with a captured change: without the beat it stays
     // behind while other databases of the cluster write (integration test in stack-health).
-    expect(t['heartbeat.action.query']).toMatch(/INSERT INTO sched_cdc\.heartbeat\b/);
+    // The table the migrations create (and publish) is the one the beat rewrites.
+    const beat = t['heartbeat.action.query']!;
+    expect(beat).toContain(`(DELETE FROM ${CDC_HEARTBEAT_TABLE})`);
+    expect(beat).toContain(`INSERT INTO ${CDC_HEARTBEAT_TABLE} `);
     expect(t.transforms?.split(',')).toEqual(['heartbeat', 'outbox']);
     expect(t['transforms.heartbeat.type']).toBe('org.apache.kafka.connect.transforms.Filter');
     const pred = t['transforms.heartbeat.predicate']!;

@@ -13,6 +13,9 @@ describe('the poll-timer agent build', () => {
     const said: string[] = [];
     expect(pollTimerAgentJar(s, '/usr/bin/java', (l) => said.push(l))).toBeUndefined();
     expect(said.join('\n')).toMatch(/agent off \(SCHED_CONNECT_POLL_TIMER_FIX=false\)/);
+    expect(() => stackSettings({ SCHED_CONNECT_POLL_TIMER_FIX: 'maybe' })).toThrow(
+      /SCHED_CONNECT_POLL_TIMER_FIX="maybe" must be true or false/,
+    );
   });
 
   it('starts Connect without it when the Java has no javac (a JRE), saying why', () => {

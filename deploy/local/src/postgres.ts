@@ -13,6 +13,7 @@ import {
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
+import { CDC_HEARTBEAT_TABLE } from '@sched/store';
 import { StackError } from './errors.js';
 import { tailFile } from './log-files.js';
 import { findOnPath } from './distributions.js';
@@ -377,12 +378,12 @@ export async function slotInfo(databaseUrl: string, slot: string): Promise<SlotI
     const row = r.rows[0];
     // A beat that stops (the action query failing: Debezium only logs it) lets the slot fall
     // behind again while other databases write: `status` shows its age.
-    const hasBeat = await client.query<{ t: string | null }>(
-      "SELECT to_regclass('sched_cdc.heartbeat')::text AS t",
-    );
+    const hasBeat = await client.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [
+      CDC_HEARTBEAT_TABLE,
+    ]);
     const beat = hasBeat.rows[0]?.t
       ? await client.query<{ age: number | null }>(
-          'SELECT extract(epoch FROM now() - max(beat_at))::float8 AS age FROM sched_cdc.heartbeat',
+          `SELECT extract(epoch FROM now() - max(beat_at))::float8 AS age FROM ${CDC_HEARTBEAT_TABLE}`,
         )
       : undefined;
     return {

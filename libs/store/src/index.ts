@@ -1,4 +1,4 @@
-export { migrate, dropSchema, assertSchemaName, OUTBOX_PUBLICATION } from './migrate.js';
+export { migrate, dropSchema, assertSchemaName, OUTBOX_PUBLICATION, CDC_HEARTBEAT_TABLE } from './migrate.js';
 export type { MigrateOptions, MigrateResult } from './migrate.js';
 export { createPool, inTransaction } from './pool.js';
 export type { PoolOptions } from './pool.js';

@@ -13,7 +13,8 @@ export const OUTBOX_PUBLICATION = 'sched_outbox';
  * position stays where the last outbox row left it while other databases of the cluster write,
  * and the cluster keeps all that WAL (measured: 2.3 GB behind after a bench run).
  */
-export const CDC_HEARTBEAT_TABLE = 'sched_cdc.heartbeat';
+export const CDC_HEARTBEAT_SCHEMA = 'sched_cdc';
+export const CDC_HEARTBEAT_TABLE = `${CDC_HEARTBEAT_SCHEMA}.heartbeat`;
 
 export interface MigrateOptions {
   /** Target schema, created if missing. Default `public`. Tests use one schema each. */
@@ -113,11 +114,11 @@ async function ensurePublished(client: pg.Client, schema: string): Promise<void>
   if (exists.rowCount === 0) {
     await client.query(`CREATE PUBLICATION ${OUTBOX_PUBLICATION} WITH (publish = 'insert')`);
   }
-  await client.query('CREATE SCHEMA IF NOT EXISTS sched_cdc');
+  await client.query(`CREATE SCHEMA IF NOT EXISTS ${CDC_HEARTBEAT_SCHEMA}`);
   await client.query(
     `CREATE TABLE IF NOT EXISTS ${CDC_HEARTBEAT_TABLE} (beat_at timestamptz NOT NULL DEFAULT now())`,
   );
-  await addToPublication(client, 'sched_cdc', 'heartbeat');
+  await addToPublication(client, CDC_HEARTBEAT_SCHEMA, 'heartbeat');
   await addToPublication(client, schema, 'outbox');
 }
 
