@@ -63,4 +63,13 @@ describe('Kafka port: coalesced offset commits on the real broker', () => {
       await admin.disconnect();
     }
   });
+
+  it("reads the broker's group session range: the stack lets workers ask for 1 s and up", async () => {
+    const admin = await port.admin();
+    try {
+      expect(await admin.sessionTimeoutRange()).toEqual({ minMs: 1_000, maxMs: 1_800_000 });
+    } finally {
+      await admin.disconnect();
+    }
+  });
 });

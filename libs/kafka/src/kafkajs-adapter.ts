@@ -7,6 +7,7 @@ import {
   type LogEntry,
   type Producer,
 } from 'kafkajs';
+import kafkajsModule from 'kafkajs';
 import type { Logger } from '@sched/logging';
 import type {
   GroupConsumer,
@@ -96,6 +97,32 @@ export function kafkajsPort(options: KafkajsOptions): KafkaPort {
             lag += Number(e.high) - Math.max(c, Number(e.low));
           }
           return lag;
+        },
+        async sessionTimeoutRange() {
+          const names = ['group.min.session.timeout.ms', 'group.max.session.timeout.ms'];
+          try {
+            const { brokers } = await admin.describeCluster();
+            const res = await admin.describeConfigs({
+              includeSynonyms: false,
+              resources: [
+                {
+                  // A default import: Node's ESM view of this CommonJS module lacks this export.
+                  type: kafkajsModule.ConfigResourceTypes.BROKER,
+                  name: String(brokers[0]!.nodeId),
+                  configNames: names,
+                },
+              ],
+            });
+            const entries = res.resources[0]?.configEntries ?? [];
+            const value = (name: string): number =>
+              Number(entries.find((e) => e.configName === name)?.configValue);
+            const minMs = value(names[0]!);
+            const maxMs = value(names[1]!);
+            return Number.isFinite(minMs) && Number.isFinite(maxMs) ? { minMs, maxMs } : undefined;
+          } catch (err) {
+            log.debug({ err }, 'could not read the broker group session timeout range');
+            return undefined;
+          }
         },
         async disconnect() {
           await admin.disconnect();

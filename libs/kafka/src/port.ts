@@ -101,6 +101,12 @@ export interface KafkaAdminPort {
   partitionCount(topic: string): Promise<number>;
   /** Sum over partitions of (end offset − committed offset) for a group. */
   groupLag(groupId: string, topic: string): Promise<number>;
+  /**
+   * The session timeouts the broker accepts from a group member (`group.min.session.timeout.ms`,
+   * `group.max.session.timeout.ms`); a join outside them is refused. Undefined when the broker does
+   * not say (describe-configs not allowed, say).
+   */
+  sessionTimeoutRange(): Promise<{ minMs: number; maxMs: number } | undefined>;
   disconnect(): Promise<void>;
 }
 

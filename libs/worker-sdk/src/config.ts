@@ -40,6 +40,12 @@ export interface WorkerOptions {
    * version-checked lease start.
    */
   commitIntervalMs: number;
+  /**
+   * Kafka group session: how long a worker that died without leaving (kill -9, a lost host) holds
+   * its dispatch partitions. Default 3,000 ms, which needs the broker's
+   * `group.min.session.timeout.ms` at or below it (Kafka's default is 6,000; the stack and
+   * docker-compose set 1,000); otherwise the worker uses the broker's minimum and logs a warning.
+   */
   sessionTimeoutMs: number;
   /**
    * Lifecycle events written to sched.events with each completion (through the outbox):
@@ -64,7 +70,7 @@ export const workerDefaults: WorkerOptions = {
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
   commitIntervalMs: 200,
-  sessionTimeoutMs: 6_000,
+  sessionTimeoutMs: 3_000,
   lifecycleEvents: 'failures',
 };
 
@@ -81,6 +87,7 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
       'dbBatchMax',
       'dedupeCapacity',
       'poisonAfterReplays',
+      'sessionTimeoutMs',
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }

@@ -13,6 +13,31 @@ import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
+/**
+ * The group session timeout to ask for: the configured one, moved into the range the broker accepts
+ * (a join outside it is refused), with a line saying so when it had to move. No range known: as
+ * configured.
+ */
+export function sessionTimeoutWithin(
+  configuredMs: number,
+  range: { minMs: number; maxMs: number } | undefined,
+): { ms: number; note?: string } {
+  if (range === undefined) return { ms: configuredMs };
+  if (configuredMs < range.minMs)
+    return {
+      ms: range.minMs,
+      note:
+        `sessionTimeoutMs (SCHED_WORKER_SESSION_TIMEOUT_MS) is below the broker's group.min.session.timeout.ms: ` +
+        `using ${range.minMs} ms, so a crashed worker's partitions wait that long; lower the broker setting to fail over sooner`,
+    };
+  if (configuredMs > range.maxMs)
+    return {
+      ms: range.maxMs,
+      note: `sessionTimeoutMs is above the broker's group.max.session.timeout.ms: using ${range.maxMs} ms`,
+    };
+  return { ms: configuredMs };
+}
+
 export interface WorkerDeps {
   config: WorkerConfig;
   kafka: KafkaPort;
@@ -118,19 +143,24 @@ export class Worker {
     const c = this.d.config;
     this.producer = await this.d.kafka.producer({ idempotent: true });
     const topics = [...this.handlers.keys()].map((q) => c.dispatchTopicPrefix + q);
+    const admin = await this.d.kafka.admin();
+    const range = await admin.sessionTimeoutRange().finally(() => admin.disconnect());
+    const session = sessionTimeoutWithin(c.sessionTimeoutMs, range);
+    if (session.note) this.d.log.warn({ configuredMs: c.sessionTimeoutMs, ...range }, session.note);
+    const heartbeatMs = Math.max(200, Math.floor(session.ms / 5));
     this.consumer = this.d.kafka.groupConsumer(
       {
         groupId: c.groupId,
         topics,
         maxWaitTimeMs: c.fetchMaxWaitMs,
         commitIntervalMs: c.commitIntervalMs,
-        sessionTimeoutMs: c.sessionTimeoutMs,
-        heartbeatIntervalMs: Math.max(500, Math.floor(c.sessionTimeoutMs / 5)),
+        sessionTimeoutMs: session.ms,
+        heartbeatIntervalMs: heartbeatMs,
         partitionsConsumedConcurrently: 12,
       },
       {
         onBatch: async (batch, control) => {
-          const beat = setInterval(() => void control.heartbeat().catch(() => undefined), 2_000);
+          const beat = setInterval(() => void control.heartbeat().catch(() => undefined), heartbeatMs);
           try {
             await this.runBatch(batch.messages);
           } finally {

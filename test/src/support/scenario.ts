@@ -66,7 +66,6 @@ export class Scenario {
       SCHED_WORKER_GROUP_ID: `${this.db.schema}-workers`,
       SCHED_WORKER_ID: uniqueName('worker'),
       SCHED_WORKER_HANDLERS: 'test/src/fixtures/test-handlers.ts',
-      SCHED_WORKER_SESSION_TIMEOUT_MS: '6000',
       TEST_QUEUE: this.queue,
       ...env,
     });
