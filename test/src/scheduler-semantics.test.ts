@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cancelJob, createJob, rescheduleJob, sleep } from './support/kafka.js';
+import { cancelJob, createJob, rescheduleJob, sleep, until } from './support/kafka.js';
+import type { SchedulerProcess } from './support/app-process.js';
 import { Scenario } from './support/scenario.js';
 
 describe('scheduler semantics on the real stack', () => {
   let s: Scenario;
+  let sched: SchedulerProcess;
   beforeAll(async () => {
     s = await Scenario.create('sem', 4);
-    await s.startScheduler();
+    sched = await s.startScheduler();
   });
   afterAll(async () => {
     await s?.close();
@@ -33,6 +35,16 @@ describe('scheduler semantics on the real stack', () => {
     );
     expect(rows[0]!.n).toBe(0);
     expect(new Set(mine.map((d) => d.record.jobId)).size).toBe(n);
+  });
+
+  it('sched_wheel_size follows creates and cancels before any job fires (read at scrape)', async () => {
+    const before = await sched.metric('sched_wheel_size');
+    const due = Date.now() + 5 * 60_000;
+    await s.producer.send(Array.from({ length: 300 }, (_, i) => createJob(`ws-${i}`, s.queue, due + i)));
+    const size = () => sched.metric('sched_wheel_size');
+    await until('sched_wheel_size + 300', 30_000, async () => (await size()) === before + 300);
+    await s.producer.send(Array.from({ length: 100 }, (_, i) => cancelJob(`ws-${i}`)));
+    await until('sched_wheel_size + 200', 30_000, async () => (await size()) === before + 200);
   });
 
   it('cancel before due → no dispatch; reschedule → exactly one dispatch, at the new time', async () => {

@@ -16,8 +16,30 @@ export function counter(registry: client.Registry, name: string, help: string, l
   return new client.Counter({ name, help, labelNames, registers: [registry] });
 }
 
-export function gauge(registry: client.Registry, name: string, help: string, labelNames: string[] = []) {
-  return new client.Gauge({ name, help, labelNames, registers: [registry] });
+/**
+ * A gauge; with `collect`, its values are (re)set by that function at every scrape, so a value that
+ * changes on many paths (a size, say) is never stale.
+ */
+export function gauge(
+  registry: client.Registry,
+  name: string,
+  help: string,
+  labelNames: string[] = [],
+  collect?: (g: client.Gauge) => void,
+) {
+  return new client.Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    ...(collect
+      ? {
+          collect(this: client.Gauge) {
+            collect(this);
+          },
+        }
+      : {}),
+  });
 }
 
 /** Latency buckets in seconds from 1 ms to 60 s. */

@@ -94,8 +94,6 @@ export class FiringDriver {
         )
         .finally(() => {
           this.roundsInFlight--;
-          for (const g of groups)
-            this.d.metrics.wheelSize.set({ partition: String(g.rt.partition) }, g.rt.index.size);
           this.fireDue();
           this.arm();
         });

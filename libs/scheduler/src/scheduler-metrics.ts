@@ -3,8 +3,13 @@ import { counter, createRegistry, gauge, histogram } from '@sched/metrics';
 /** Every metric the scheduler exports, in one place. */
 export function createSchedulerMetrics(ownerId: string) {
   const registry = createRegistry({ component: 'scheduler', owner: ownerId });
+  let wheelSizes: () => Iterable<readonly [partition: number, size: number]> = () => [];
   return {
     registry,
+    /** Where `sched_wheel_size` is read at each scrape: the owned partitions and their index sizes. */
+    setWheelSizeSource(source: () => Iterable<readonly [partition: number, size: number]>): void {
+      wheelSizes = source;
+    },
     schedulingLag: histogram(
       registry,
       'sched_scheduling_lag_seconds',
@@ -44,9 +49,16 @@ export function createSchedulerMetrics(ownerId: string) {
     claimed: counter(registry, 'sched_jobs_claimed_total', 'jobs claimed and written to the outbox', [
       'source',
     ]),
-    wheelSize: gauge(registry, 'sched_wheel_size', 'entries in the due-time index, per partition', [
-      'partition',
-    ]),
+    wheelSize: gauge(
+      registry,
+      'sched_wheel_size',
+      'entries in the due-time index, per owned partition (read at scrape)',
+      ['partition'],
+      (g) => {
+        g.reset();
+        for (const [partition, size] of wheelSizes()) g.set({ partition: String(partition) }, size);
+      },
+    ),
     partitionEpoch: gauge(
       registry,
       'sched_partition_epoch',

@@ -70,6 +70,9 @@ export class Scheduler {
       crashAfterGenerate: d.config.testCrashAfterGenerate,
     });
     this.catchUp = new RateWindow(d.config.catchUpRatePerSec);
+    d.metrics.setWheelSizeSource(() =>
+      [...this.runtimes.values()].filter((r) => !r.closed).map((r) => [r.partition, r.index.size] as const),
+    );
     this.firing = new FiringDriver({
       config: d.config,
       claimer: this.claimer,
@@ -208,7 +211,6 @@ export class Scheduler {
     rt.closed = true;
     this.runtimes.delete(partition);
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
-    this.d.metrics.wheelSize.remove({ partition: String(partition) });
     this.d.metrics.overdue.remove({ partition: String(partition) });
     this.d.metrics.partitionsOwned.set(this.ownership().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
@@ -236,7 +238,6 @@ export class Scheduler {
       rt.index.upsert(scheduleEntryId(sch.scheduleId), sch.nextFireAtMs ?? Date.now());
     }
     rt.loadedUntilMs = untilMs;
-    this.d.metrics.wheelSize.set({ partition: String(rt.partition) }, rt.index.size);
   }
 
   // --- maintenance loops (each also callable once) --------------------------------------------
