@@ -59,7 +59,10 @@ function describePlan(plan: Plan, workloads: WorkloadName[]): string {
     );
   if (workloads.includes('recovery'))
     lines.push(
-      `  recovery: ${plan.recovery.rate}/s for ${plan.recovery.durationMs / 1000} s, kill -9 at ${plan.recovery.killAtMs / 1000} s, ${plan.recovery.graceMs / 1000} s grace; ${plan.recovery.reps} repetition(s) per target${plan.recovery.allTargets ? '' : ' (first target only)'}`,
+      `  recovery: ${plan.recovery.rate}/s for ${plan.recovery.durationMs / 1000} s, kill -9 at ${plan.recovery.killAtMs / 1000} s, ${plan.recovery.graceMs / 1000} s grace; ${plan.recovery.reps} repetition(s) per target${plan.recovery.allTargets ? '' : ' (first target only)'}` +
+        (plan.recovery.pendingJobs > 0
+          ? `; before a scheduler is killed, ${plan.recovery.pendingJobs} jobs are created due ${plan.recovery.pendingFromMs / 60_000}–${(plan.recovery.pendingFromMs + plan.recovery.pendingSpanMs) / 60_000} min ahead (in the wheel)`
+          : ''),
     );
   return lines.join('\n');
 }

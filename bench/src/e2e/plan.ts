@@ -55,13 +55,24 @@ export interface Plan {
     graceMs: number;
     reps: number;
     allTargets: boolean;
+    /**
+     * Before a scheduler is killed, this many jobs are created due between `pendingFromMs` and
+     * `pendingFromMs + pendingSpanMs` from then: inside the wheel's horizon, so the killed owner held
+     * them all in memory and the new one must load them again (the scheduler issue's "after kill -9
+     * with 1M pending"). 0: none.
+     */
+    pendingJobs: number;
+    pendingFromMs: number;
+    pendingSpanMs: number;
+    /** The load (creates acked and committed by the scheduler) gives up after this long. */
+    pendingLoadCapMs: number;
   };
 }
 
 export const FULL: Plan = {
   mode: 'full',
   reps: 3,
-  budgetS: { delayed: 360, burst: 100, ingest: 90, drain: 170, pending: 150, recovery: 150 },
+  budgetS: { delayed: 360, burst: 100, ingest: 90, drain: 170, pending: 150, recovery: 220 },
   delayed: {
     jobs: 100_000,
     windowMs: 100_000,
@@ -97,7 +108,18 @@ export const FULL: Plan = {
     probeRate: 500,
     probeMs: 8_000,
   },
-  recovery: { rate: 1_000, durationMs: 25_000, killAtMs: 8_000, graceMs: 32_000, reps: 1, allTargets: true },
+  recovery: {
+    rate: 1_000,
+    durationMs: 25_000,
+    killAtMs: 8_000,
+    graceMs: 32_000,
+    reps: 1,
+    allTargets: true,
+    pendingJobs: 1_000_000,
+    pendingFromMs: 240_000,
+    pendingSpanMs: 300_000,
+    pendingLoadCapMs: 120_000,
+  },
 };
 
 export const QUICK: Plan = {
@@ -139,5 +161,17 @@ export const QUICK: Plan = {
     probeRate: 500,
     probeMs: 3_000,
   },
-  recovery: { rate: 500, durationMs: 8_000, killAtMs: 3_000, graceMs: 5_000, reps: 1, allTargets: false },
+  recovery: {
+    rate: 500,
+    // The stream must outlast a scheduler's failover (its 6 s group session) for a recovery figure.
+    durationMs: 12_000,
+    killAtMs: 3_000,
+    graceMs: 6_000,
+    reps: 1,
+    allTargets: false,
+    pendingJobs: 20_000,
+    pendingFromMs: 240_000,
+    pendingSpanMs: 300_000,
+    pendingLoadCapMs: 30_000,
+  },
 };

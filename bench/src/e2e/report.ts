@@ -217,5 +217,17 @@ export function goals(results: E2eResult[]): Goal[] {
       `${fx(wheel ?? NaN, 0)} wheel entries after loading ${fx(pe.extra?.pendingJobs ?? NaN, 0)} jobs beyond the horizon; heap used grew ${fx(heap ?? NaN, 1)} B/job, RSS ${fx(rss ?? NaN, 1)} B/job (${pe.extra?.schedulerRssMiBBefore ?? '?'} → ${pe.extra?.schedulerRssMiB ?? '?'} MiB)`,
     );
   }
+  const rs = results.find(
+    (r) => r.system === 'ours' && r.workload === 'recovery' && r.variant?.startsWith('kill -9 scheduler'),
+  );
+  if (rs) {
+    const ms = rs.recoveryMs;
+    const pending = rs.extra?.pendingJobs;
+    check(
+      'recovery: kill -9 scheduler with 1M pending → on-time start within 10 s',
+      ms !== undefined && Number.isFinite(ms) ? ms <= 10_000 && (pending ?? 0) >= 1_000_000 : false,
+      `${fx(ms ?? NaN, 0)} ms to the first on-time handler start after the kill, with ${fx(pending ?? 0, 0)} jobs pending in the wheel (${fx(rs.extra?.wheelEntriesBeforeKill ?? NaN, 0)} entries)`,
+    );
+  }
   return out;
 }

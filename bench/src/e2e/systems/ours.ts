@@ -249,6 +249,10 @@ class OursSession implements SystemSession {
     return { walBytes: rows[0]!.wal, commits: rows[0]!.commits };
   }
 
+  async wheelEntries(): Promise<number> {
+    return (await this.schedulerMetrics()).get('sched_wheel_size') ?? NaN;
+  }
+
   async footprint() {
     const { rows } = await this.pool.query<{ job: string; cmd: string; outbox: string }>(
       `SELECT pg_total_relation_size('job') AS job, pg_total_relation_size('command_applied') AS cmd,

@@ -45,6 +45,8 @@ export interface SystemSession {
    */
   uncommitted?(): Promise<number>;
   footprint(): Promise<Footprint>;
+  /** Entries in the scheduler's in-memory index (ours: the wheels' size); undefined for the peers. */
+  wheelEntries?(): Promise<number>;
   /**
    * Postgres work counters (systems on Postgres): WAL bytes written (cluster-wide) and transactions
    * committed in the system's database, so a workload can report them per job.

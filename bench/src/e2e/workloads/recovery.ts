@@ -3,6 +3,7 @@ import type { RecoveryTarget, SystemFactory, SystemSession } from '../systems/sy
 import {
   dueUniform,
   round,
+  sleep,
   sleepUntil,
   withCpu,
   type RepFigures,
@@ -31,18 +32,68 @@ export async function recovery(f: SystemFactory, ctx: WorkloadContext): Promise<
     const reps: RepFigures[] = [];
     const cpu: CpuWindow[] = [];
     const notes: string[] = [];
+    const pendingJobs = target === 'scheduler' ? p.pendingJobs : 0;
     for (let rep = 0; rep < p.reps; rep++) {
       if (outOfBudget(ctx, rep, notes)) break;
-      await inSession(f, (s) => once(s, target, rep, reps, cpu, notes, ctx));
+      await inSession(f, (s) => once(s, target, pendingJobs, rep, reps, cpu, notes, ctx));
     }
-    out.push({ system: f.system, workload: 'recovery', variant: `kill -9 ${target}`, reps, cpu, notes });
+    const variant =
+      `kill -9 ${target}` + (pendingJobs > 0 ? `, ${pendingLabel(pendingJobs)} pending in the wheel` : '');
+    out.push({ system: f.system, workload: 'recovery', variant, reps, cpu, notes });
   }
   return out;
+}
+
+/** 1M, 20k, 1,500. */
+function pendingLabel(n: number): string {
+  if (n >= 1_000_000 && n % 1_000_000 === 0) return `${n / 1_000_000}M`;
+  if (n >= 1_000 && n % 1_000 === 0) return `${n / 1_000}k`;
+  return n.toLocaleString('en-US');
+}
+
+/**
+ * Creates `n` jobs due inside the wheel's horizon (and after the run) and waits until the scheduler
+ * has committed them and its wheel holds them: what a killed owner held in memory. Returns the
+ * figures for the repetition's `extra`.
+ */
+async function loadPending(
+  s: SystemSession,
+  n: number,
+  rep: number,
+  ctx: WorkloadContext,
+  notes: string[],
+): Promise<Record<string, number>> {
+  const p = ctx.plan.recovery;
+  const log = ctx.hub.open(dueUniform(n, Date.now() + p.pendingFromMs, p.pendingSpanMs, 4200 + rep));
+  const t0 = Date.now();
+  let created = 0;
+  for (let lo = 0; lo < n && Date.now() - t0 < p.pendingLoadCapMs; lo += 50_000) {
+    const hi = Math.min(n, lo + 50_000);
+    await s.createBatched(log, lo, hi);
+    created = hi;
+  }
+  while (s.uncommitted && Date.now() - t0 < p.pendingLoadCapMs && (await s.uncommitted()) > 0)
+    await sleep(250);
+  const entries = async () => (s.wheelEntries ? await s.wheelEntries() : NaN);
+  let wheel = await entries();
+  while (Number.isFinite(wheel) && wheel < created && Date.now() - t0 < p.pendingLoadCapMs) {
+    await sleep(250);
+    wheel = await entries();
+  }
+  const loadMs = Date.now() - t0;
+  ctx.hub.close(log);
+  if (created < n)
+    notes.push(`rep ${rep + 1}: pending load capped at ${p.pendingLoadCapMs} ms: ${created} of ${n} created`);
+  if (Number.isFinite(wheel) && wheel < created)
+    notes.push(`rep ${rep + 1}: the wheel held ${wheel} of the ${created} pending jobs when the run began`);
+  ctx.say(`  ${created} pending jobs created and in the wheel (${wheel} entries) after ${loadMs} ms`);
+  return { pendingJobs: created, wheelEntriesBeforeKill: wheel, pendingLoadMs: loadMs };
 }
 
 async function once(
   s: SystemSession,
   target: RecoveryTarget,
+  pendingJobs: number,
   rep: number,
   reps: RepFigures[],
   cpu: CpuWindow[],
@@ -52,6 +103,7 @@ async function once(
   const p = ctx.plan.recovery;
   {
     {
+      const pending = pendingJobs > 0 ? await loadPending(s, pendingJobs, rep, ctx, notes) : {};
       const n = Math.round((p.rate * p.durationMs) / 1000);
       const t0 = Date.now() + 5_000;
       const log = ctx.hub.open(dueUniform(n, t0, p.durationMs, 4000 + rep));
@@ -92,6 +144,7 @@ async function once(
         early: log.early,
         recoveryMs: round(recoveryMs),
         extra: {
+          ...pending,
           restartReadyMs: k.readyAtMs - k.killedAtMs,
           onTimeThresholdMs: threshold,
           preKillP99Ms: before.p99,
