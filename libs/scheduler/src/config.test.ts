@@ -32,3 +32,12 @@ describe('schedulerConfig: pruneEveryMs', () => {
       expect(() => schedulerConfig({ ownerId: 'o', pruneEveryMs: bad })).toThrow(/pruneEveryMs/);
   });
 });
+
+describe('schedulerConfig: sessionTimeoutMs', () => {
+  it('defaults to 3 s with a 1 s heartbeat, and refuses a heartbeat above a third of the session', () => {
+    const c = schedulerConfig({ ownerId: 'o' });
+    expect(c.sessionTimeoutMs).toBe(3_000);
+    expect(c.heartbeatIntervalMs).toBe(1_000);
+    expect(() => schedulerConfig({ ownerId: 'o', sessionTimeoutMs: 2_000 })).toThrow(/heartbeatIntervalMs/);
+  });
+});

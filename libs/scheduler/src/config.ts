@@ -39,7 +39,13 @@ export interface SchedulerOptions {
    */
   finishedJobRetentionMs: number;
   pruneEveryMs: number;
-  /** Kafka group session timeout: how long a silent owner keeps its partitions. */
+  /**
+   * Kafka group session timeout: how long a silent owner (kill -9, a lost host) keeps its
+   * partitions. Default 3,000 ms (was 6,000 until 2026-12-01); the broker's
+   * `group.min.session.timeout.ms` must allow it (Kafka's default is 6,000; the stack and
+   * docker-compose set 1,000), else the broker's minimum is used with a warning. The consumer
+   * heartbeats during a batch's apply too, so a long apply does not end the session.
+   */
   sessionTimeoutMs: number;
   heartbeatIntervalMs: number;
   /** Broker long-poll bound for the command consumer (see the worker's fetchMaxWaitMs). */
@@ -109,7 +115,7 @@ export const schedulerDefaults: SchedulerOptions = {
   commandDedupRetentionMs: 7 * 24 * 3600_000,
   finishedJobRetentionMs: 7 * 24 * 3600_000,
   pruneEveryMs: 30_000,
-  sessionTimeoutMs: 6_000,
+  sessionTimeoutMs: 3_000,
   heartbeatIntervalMs: 1_000,
   fetchMaxWaitMs: 20,
   commitIntervalMs: 200,

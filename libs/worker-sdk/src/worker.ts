@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { GroupConsumer, InboundMessage, KafkaPort, MessageProducer } from '@sched/kafka';
+import {
+  sessionTimeoutWithin,
+  type GroupConsumer,
+  type InboundMessage,
+  type KafkaPort,
+  type MessageProducer,
+} from '@sched/kafka';
 import type { Logger } from '@sched/logging';
 import { resolvePolicy, type RetryPolicy } from '@sched/retry-policy';
 import { leaseAcquireMany, startsToAskAgain, type Lease, type LeaseRequest } from '@sched/store';
@@ -12,31 +18,6 @@ import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
 import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
-
-/**
- * The group session timeout to ask for: the configured one, moved into the range the broker accepts
- * (a join outside it is refused), with a line saying so when it had to move. No range known: as
- * configured.
- */
-export function sessionTimeoutWithin(
-  configuredMs: number,
-  range: { minMs: number; maxMs: number } | undefined,
-): { ms: number; note?: string } {
-  if (range === undefined) return { ms: configuredMs };
-  if (configuredMs < range.minMs)
-    return {
-      ms: range.minMs,
-      note:
-        `sessionTimeoutMs (SCHED_WORKER_SESSION_TIMEOUT_MS) is below the broker's group.min.session.timeout.ms: ` +
-        `using ${range.minMs} ms, so a crashed worker's partitions wait that long; lower the broker setting to fail over sooner`,
-    };
-  if (configuredMs > range.maxMs)
-    return {
-      ms: range.maxMs,
-      note: `sessionTimeoutMs is above the broker's group.max.session.timeout.ms: using ${range.maxMs} ms`,
-    };
-  return { ms: configuredMs };
-}
 
 export interface WorkerDeps {
   config: WorkerConfig;
@@ -145,7 +126,7 @@ export class Worker {
     const topics = [...this.handlers.keys()].map((q) => c.dispatchTopicPrefix + q);
     const admin = await this.d.kafka.admin();
     const range = await admin.sessionTimeoutRange().finally(() => admin.disconnect());
-    const session = sessionTimeoutWithin(c.sessionTimeoutMs, range);
+    const session = sessionTimeoutWithin(c.sessionTimeoutMs, range, 'SCHED_WORKER_SESSION_TIMEOUT_MS');
     if (session.note) this.d.log.warn({ configuredMs: c.sessionTimeoutMs, ...range }, session.note);
     const heartbeatMs = Math.max(200, Math.floor(session.ms / 5));
     this.consumer = this.d.kafka.groupConsumer(
