@@ -67,9 +67,17 @@ export function renderProperties(props: Record<string, string>): string {
     .join('\n')}\n`;
 }
 
-/** A KRaft cluster id: 16 random bytes, base64url without padding (what StorageTool random-uuid prints). */
+/**
+ * A KRaft cluster id: 16 random bytes, base64url without padding (what StorageTool random-uuid
+ * prints), never starting with '-' (1 in 64 would): the format command would take such an id for an
+ * option and fail ("argument --cluster-id/-t: expected one argument"). Kafka's own Uuid.randomUuid
+ * draws again in that case too.
+ */
 export function newClusterId(): string {
-  return Buffer.from(randomUUID().replace(/-/g, ''), 'hex').toString('base64url');
+  for (;;) {
+    const id = Buffer.from(randomUUID().replace(/-/g, ''), 'hex').toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 export function writeLog4j(s: StackSettings): string {
@@ -94,7 +102,9 @@ export function startKafka(s: StackSettings, java: string, libDir: string): numb
   ];
   if (!existsSync(join(dir, 'data', 'meta.properties'))) {
     const idFile = join(dir, 'cluster-id');
-    if (!existsSync(idFile)) writeFileSync(idFile, `${newClusterId()}\n`);
+    // An id left by a failed first format of an older version may start with '-': draw again.
+    if (!existsSync(idFile) || readFileSync(idFile, 'utf8').trim().startsWith('-'))
+      writeFileSync(idFile, `${newClusterId()}\n`);
     const id = readFileSync(idFile, 'utf8').trim();
     const r = spawnSync(
       java,
