@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { GroupConsumer } from '@sched/kafka';
 import { uniqueName } from './support/isolation.js';
-import { ensureTopics, kafka, until } from './support/kafka.js';
+import { ensureTopics, kafka, sleep, until } from './support/kafka.js';
 
 // commitIntervalMs: offsets are recorded per batch and committed together on a timer and on stop,
 // never before the batch's handler finished; nothing handled is left uncommitted after stop().
@@ -72,4 +72,38 @@ describe('Kafka port: coalesced offset commits on the real broker', () => {
       await admin.disconnect();
     }
   });
+
+  it('a batch handled for longer than the group session keeps the membership: no redelivery', async () => {
+    const topic = uniqueName('long-batch').replace(/_/g, '-');
+    await ensureTopics([{ topic, partitions: 1 }]);
+    const producer = await port.producer();
+    const seen: string[] = [];
+    const long = port.groupConsumer(
+      {
+        groupId: uniqueName('long-batch-group'),
+        topics: [topic],
+        sessionTimeoutMs: 2_000,
+        heartbeatIntervalMs: 500,
+        maxWaitTimeMs: 50,
+      },
+      {
+        onBatch: async (batch) => {
+          for (const m of batch.messages) seen.push(m.value!.toString());
+          // Three sessions long: a client that did not heartbeat while a batch is handled would be
+          // dropped from the group, its offset commit refused and the batch delivered again.
+          await sleep(6_000);
+        },
+      },
+    );
+    try {
+      await long.start();
+      await producer.send(topic, [{ key: 'k', value: Buffer.from('only') }]);
+      await until('the batch handled', 30_000, async () => seen.length > 0);
+      await sleep(9_000);
+      expect(seen).toEqual(['only']);
+    } finally {
+      await long.stop();
+      await producer.disconnect();
+    }
+  }, 60_000);
 });

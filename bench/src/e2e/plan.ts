@@ -163,7 +163,7 @@ export const QUICK: Plan = {
   },
   recovery: {
     rate: 500,
-    // The stream must outlast a scheduler's failover (its 6 s group session) for a recovery figure.
+    // The stream must outlast a scheduler's failover (its group session, and reloading its wheel).
     durationMs: 12_000,
     killAtMs: 3_000,
     graceMs: 6_000,

@@ -32,8 +32,8 @@ export const BROKER_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   'share.coordinator.state.topic.replication.factor': '1',
   'share.coordinator.state.topic.min.isr': '1',
   'group.initial.rebalance.delay.ms': '0',
-  // Kafka's default floor is 6 s. Workers ask for 3 s (SCHED_WORKER_SESSION_TIMEOUT_MS): a worker
-  // killed with kill -9 holds its dispatch partitions until its session expires.
+  // Kafka's default floor is 6 s. Schedulers and workers ask for 3 s: a member killed with kill -9
+  // holds its partitions until its session expires.
   'group.min.session.timeout.ms': '1000',
 });
 

@@ -284,6 +284,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
       headers: normaliseHeaders(m.headers),
       timestampMs: Number(m.timestamp),
     }));
+    // No heartbeat timer here: kafkajs 2 keeps heartbeating while a batch is handled (its fetchers run
+    // beside the handler), so a batch longer than the session keeps the membership (kafka-commits test).
     await this.handlers.onBatch(
       { topic: batch.topic, partition: batch.partition, messages },
       {

@@ -43,8 +43,8 @@ export interface SchedulerOptions {
    * Kafka group session timeout: how long a silent owner (kill -9, a lost host) keeps its
    * partitions. Default 3,000 ms (was 6,000 until 2026-12-01); the broker's
    * `group.min.session.timeout.ms` must allow it (Kafka's default is 6,000; the stack and
-   * docker-compose set 1,000), else the broker's minimum is used with a warning. The consumer
-   * heartbeats during a batch's apply too, so a long apply does not end the session.
+   * docker-compose set 1,000), else the broker's minimum is used with a warning. A batch
+   * applied for longer than the session keeps the membership (kafkajs heartbeats meanwhile).
    */
   sessionTimeoutMs: number;
   heartbeatIntervalMs: number;

@@ -1,6 +1,11 @@
 import type pg from 'pg';
 import type { Logger } from '@sched/logging';
-import { sessionTimeoutWithin, type GroupConsumer, type KafkaPort, type MessageProducer } from '@sched/kafka';
+import {
+  negotiatedSessionTimeout,
+  type GroupConsumer,
+  type KafkaPort,
+  type MessageProducer,
+} from '@sched/kafka';
 import {
   FencedError,
   jobLoadWindow,
@@ -103,17 +108,19 @@ export class Scheduler {
       dispatchOnCreateLeaseMs: c.dispatchOnCreate ? c.dispatchLeaseMs : null,
       onDispatched: (jobs) => this.claimer.observe(jobs, 'create'),
     });
-    const admin = await this.d.kafka.admin();
-    const range = await admin.sessionTimeoutRange().finally(() => admin.disconnect());
-    const session = sessionTimeoutWithin(c.sessionTimeoutMs, range, 'SCHED_SESSION_TIMEOUT_MS');
-    if (session.note) this.d.log.warn({ configuredMs: c.sessionTimeoutMs, ...range }, session.note);
+    const sessionMs = await negotiatedSessionTimeout(
+      this.d.kafka,
+      c.sessionTimeoutMs,
+      'SCHED_SESSION_TIMEOUT_MS',
+      this.d.log,
+    );
     this.consumer = this.d.kafka.groupConsumer(
       {
         groupId: c.groupId,
         topics: [c.commandsTopic],
-        sessionTimeoutMs: session.ms,
+        sessionTimeoutMs: sessionMs,
         heartbeatIntervalMs: c.heartbeatIntervalMs,
-        rebalanceTimeoutMs: Math.max(session.ms, 10_000),
+        rebalanceTimeoutMs: Math.max(sessionMs, 10_000),
         maxWaitTimeMs: c.fetchMaxWaitMs,
         commitIntervalMs: c.commitIntervalMs,
         partitionsConsumedConcurrently: c.applyConcurrency,
@@ -121,22 +128,13 @@ export class Scheduler {
       {
         onAssigned: (_topic, partitions) => this.onAssigned(partitions),
         onRevoked: (_topic, partitions) => this.onRevoked(partitions),
-        onBatch: async (batch, control) => {
+        onBatch: async (batch) => {
           const rt = this.runtimes.get(batch.partition);
           if (!rt || rt.closed)
             throw new Error(`partition ${batch.partition} is not owned here; batch will be refetched`);
-          // A long apply (a big batch, a slow database) must not outlast the group session.
-          const beat = setInterval(
-            () => void control.heartbeat().catch(() => undefined),
-            c.heartbeatIntervalMs,
-          );
-          try {
-            await rt
-              .serial(() => this.applier!.applyBatch(rt, batch.messages))
-              .catch((err: unknown) => this.onFenced(rt, err));
-          } finally {
-            clearInterval(beat);
-          }
+          await rt
+            .serial(() => this.applier!.applyBatch(rt, batch.messages))
+            .catch((err: unknown) => this.onFenced(rt, err));
           this.firing.arm();
         },
       },

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
-  sessionTimeoutWithin,
+  negotiatedSessionTimeout,
   type GroupConsumer,
   type InboundMessage,
   type KafkaPort,
@@ -124,30 +124,24 @@ export class Worker {
     const c = this.d.config;
     this.producer = await this.d.kafka.producer({ idempotent: true });
     const topics = [...this.handlers.keys()].map((q) => c.dispatchTopicPrefix + q);
-    const admin = await this.d.kafka.admin();
-    const range = await admin.sessionTimeoutRange().finally(() => admin.disconnect());
-    const session = sessionTimeoutWithin(c.sessionTimeoutMs, range, 'SCHED_WORKER_SESSION_TIMEOUT_MS');
-    if (session.note) this.d.log.warn({ configuredMs: c.sessionTimeoutMs, ...range }, session.note);
-    const heartbeatMs = Math.max(200, Math.floor(session.ms / 5));
+    const sessionMs = await negotiatedSessionTimeout(
+      this.d.kafka,
+      c.sessionTimeoutMs,
+      'SCHED_WORKER_SESSION_TIMEOUT_MS',
+      this.d.log,
+    );
     this.consumer = this.d.kafka.groupConsumer(
       {
         groupId: c.groupId,
         topics,
         maxWaitTimeMs: c.fetchMaxWaitMs,
         commitIntervalMs: c.commitIntervalMs,
-        sessionTimeoutMs: session.ms,
-        heartbeatIntervalMs: heartbeatMs,
+        sessionTimeoutMs: sessionMs,
+        heartbeatIntervalMs: Math.max(200, Math.floor(sessionMs / 5)),
         partitionsConsumedConcurrently: 12,
       },
       {
-        onBatch: async (batch, control) => {
-          const beat = setInterval(() => void control.heartbeat().catch(() => undefined), heartbeatMs);
-          try {
-            await this.runBatch(batch.messages);
-          } finally {
-            clearInterval(beat);
-          }
-        },
+        onBatch: (batch) => this.runBatch(batch.messages),
       },
     );
     await this.consumer.start();
