@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { GroupConsumer } from '@sched/kafka';
+import type { GroupConsumer, GroupConsumerOptions } from '@sched/kafka';
 import { uniqueName } from './support/isolation.js';
 import { ensureTopics, kafka, sleep, until } from './support/kafka.js';
 
@@ -11,6 +11,17 @@ describe('Kafka port: coalesced offset commits on the real broker', () => {
   afterAll(async () => {
     await consumer?.stop().catch(() => undefined);
   });
+  /** A consumer that records every message's value, then takes `holdMs` more per batch. */
+  const recording = (options: GroupConsumerOptions, record: (value: string) => unknown, holdMs = 0) =>
+    port.groupConsumer(
+      { maxWaitTimeMs: 50, ...options },
+      {
+        onBatch: async (batch) => {
+          for (const m of batch.messages) record(m.value!.toString());
+          if (holdMs > 0) await sleep(holdMs);
+        },
+      },
+    );
 
   it('commits every handled offset within the interval, and on stop', async () => {
     const topic = uniqueName('commits').replace(/_/g, '-');
@@ -29,19 +40,9 @@ describe('Kafka port: coalesced offset commits on the real broker', () => {
         );
       await send(0, 60);
       const handled = new Set<string>();
-      consumer = port.groupConsumer(
-        {
-          groupId,
-          topics: [topic],
-          commitIntervalMs: 300,
-          maxWaitTimeMs: 50,
-          partitionsConsumedConcurrently: 3,
-        },
-        {
-          onBatch: async (batch) => {
-            for (const m of batch.messages) handled.add(m.value!.toString());
-          },
-        },
+      consumer = recording(
+        { groupId, topics: [topic], commitIntervalMs: 300, partitionsConsumedConcurrently: 3 },
+        (value) => handled.add(value),
       );
       await consumer.start();
       await until('60 handled', 30_000, async () => handled.size === 60);
@@ -78,22 +79,17 @@ describe('Kafka port: coalesced offset commits on the real broker', () => {
     await ensureTopics([{ topic, partitions: 1 }]);
     const producer = await port.producer();
     const seen: string[] = [];
-    const long = port.groupConsumer(
+    // Each batch takes three sessions: a client that did not heartbeat while a batch is handled
+    // would be dropped from the group, its offset commit refused and the batch delivered again.
+    const long = recording(
       {
         groupId: uniqueName('long-batch-group'),
         topics: [topic],
         sessionTimeoutMs: 2_000,
         heartbeatIntervalMs: 500,
-        maxWaitTimeMs: 50,
       },
-      {
-        onBatch: async (batch) => {
-          for (const m of batch.messages) seen.push(m.value!.toString());
-          // Three sessions long: a client that did not heartbeat while a batch is handled would be
-          // dropped from the group, its offset commit refused and the batch delivered again.
-          await sleep(6_000);
-        },
-      },
+      (value) => seen.push(value),
+      6_000,
     );
     try {
       await long.start();
