@@ -1,3 +1,5 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { MINIMAL_COMMANDS } from './contract-samples';
 import { Contracts } from './contracts';
@@ -18,6 +20,9 @@ describe('Contracts', () => {
       /unknownSchemaIdTtlMs/,
     );
     expect(() => new Contracts({ registryUrl: 'http://x', registryRetries: 1.5 })).toThrow(/registryRetries/);
+    expect(() => new Contracts({ registryUrl: 'http://x', registryTimeoutMs: 0 })).toThrow(
+      /registryTimeoutMs/,
+    );
   });
 
   it('refuses to encode before registerAll, without any request', () => {
@@ -74,5 +79,74 @@ describe('ContractsError', () => {
       ['SCHED_E_INVALID_MESSAGE', undefined],
       ['SCHED_E_NOT_REGISTERED', undefined],
     ]);
+  });
+});
+
+/**
+ * A registry stand-in on 127.0.0.1 that answers like the Confluent API, except that it never answers
+ * the schema POSTs `hang` picks (the real registry did so once, to one of two schedulers starting
+ * together). The real registry's answers are proven in test/src/contracts-registry.test.ts.
+ */
+async function withSilentRegistry(
+  hang: (subject: string, posts: number) => boolean,
+  body: (url: string) => Promise<void>,
+): Promise<void> {
+  const posts = new Map<string, number>();
+  const held: ServerResponse[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    req.resume();
+    req.on('end', () => {
+      const json = (value: unknown) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(value));
+      };
+      const path = decodeURIComponent(req.url ?? '');
+      const post = /\/subjects\/(.+)\/versions$/.exec(path);
+      if (req.method === 'POST' && post) {
+        const subject = post[1]!;
+        const n = (posts.get(subject) ?? 0) + 1;
+        posts.set(subject, n);
+        if (hang(subject, n)) {
+          held.push(res);
+          return;
+        }
+        json({ id: 100 + [...posts.keys()].indexOf(subject) });
+      } else if (req.method === 'PUT') json({ compatibility: 'BACKWARD' });
+      else json({ compatibilityLevel: 'BACKWARD' });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await body(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    for (const res of held) res.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe('Contracts.registerAll against a registry that does not answer', () => {
+  it('aborts a request left unanswered and registers again', async () => {
+    await withSilentRegistry(
+      (subject, n) => subject === 'io.sched.v1.Dispatch' && n === 1,
+      async (url) => {
+        const contracts = new Contracts({ registryUrl: url, registryTimeoutMs: 300 });
+        const ids = await contracts.registerAll();
+        expect(Object.keys(ids).sort()).toEqual(['command', 'dispatch', 'event', 'rejected']);
+      },
+    );
+  });
+
+  it('gives up after registryRetries with SCHED_E_REGISTRY_UNAVAILABLE, never hanging', async () => {
+    await withSilentRegistry(
+      (subject) => subject === 'io.sched.v1.Dispatch',
+      async (url) => {
+        const contracts = new Contracts({ registryUrl: url, registryTimeoutMs: 200, registryRetries: 1 });
+        await expect(contracts.registerAll()).rejects.toMatchObject({
+          code: 'SCHED_E_REGISTRY_UNAVAILABLE',
+          retriable: true,
+        });
+      },
+    );
   });
 });

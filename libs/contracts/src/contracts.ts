@@ -8,7 +8,7 @@ import {
   JOB_EVENT_CONTRACT,
 } from '@sched/schemas';
 import { avroTypeOptions, createAvroType } from './avro-types';
-import { ContractsError } from './contracts-error';
+import { ContractsError, isContractsError } from './contracts-error';
 import type {
   Command,
   CommandInput,
@@ -36,6 +36,13 @@ export interface ContractsOptions {
   readonly unknownSchemaIdTtlMs?: number;
   /** Attempts per registry request on network errors and 5xx answers (exponential backoff from 100 ms). Default 3. */
   readonly registryRetries?: number;
+  /**
+   * Longest wait for one registry answer, in milliseconds; a request still unanswered then is
+   * aborted, and a registration is tried again (it is idempotent), up to registryRetries more
+   * times. Default 10_000. Without it one request the registry never answers (seen once, when two
+   * schedulers registered at the same moment) holds a process's start-up for good.
+   */
+  readonly registryTimeoutMs?: number;
   /** Clock for the unknown-id memory, epoch milliseconds. Default `Date.now`. */
   readonly nowMs?: () => number;
 }
@@ -52,6 +59,7 @@ interface ResolvedOptions {
   readonly registryUrl: string;
   readonly unknownSchemaIdTtlMs: number;
   readonly registryRetries: number;
+  readonly registryTimeoutMs: number;
   readonly nowMs: () => number;
 }
 
@@ -88,7 +96,11 @@ export class Contracts {
   constructor(options: ContractsOptions) {
     this.options = resolveOptions(options);
     this.registry = new SchemaRegistry(
-      { host: this.options.registryUrl, retry: { retries: this.options.registryRetries } },
+      {
+        host: this.options.registryUrl,
+        retry: { retries: this.options.registryRetries },
+        middlewares: [requestTimeout(this.options.registryTimeoutMs)],
+      },
       { [SchemaType.AVRO]: avroTypeOptions() },
     );
   }
@@ -102,7 +114,7 @@ export class Contracts {
   async registerAll(): Promise<ContractSchemaIds> {
     const codecs = [this.command, this.dispatch, this.event, this.rejected] as const;
     const ids = await Promise.all(
-      codecs.map((codec) => this.registerSchema(codec.contract.subject, codec.contract.schema)),
+      codecs.map((codec) => this.registerWithRetries(codec.contract.subject, codec.contract.schema)),
     );
     const result = {} as Record<ContractKey, number>;
     codecs.forEach((codec, i) => {
@@ -111,6 +123,19 @@ export class Contracts {
       result[codec.contract.key] = id;
     });
     return Object.freeze(result);
+  }
+
+  /** registerSchema, tried again while the registry is unreachable or does not answer in time. */
+  private async registerWithRetries(subject: string, schema: object): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.registerSchema(subject, schema);
+      } catch (error) {
+        const retriable = isContractsError(error) && error.code === 'SCHED_E_REGISTRY_UNAVAILABLE';
+        if (!retriable || attempt >= this.options.registryRetries) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
+      }
+    }
   }
 
   /**
@@ -227,6 +252,7 @@ export class Contracts {
         method: 'PUT',
         headers: { 'Content-Type': 'application/vnd.schemaregistry.v1+json' },
         body: JSON.stringify({ compatibility: SUBJECT_COMPATIBILITY }),
+        signal: AbortSignal.timeout(this.options.registryTimeoutMs),
       });
     } catch (error) {
       throw new ContractsError(
@@ -250,7 +276,13 @@ export class Contracts {
 }
 
 function resolveOptions(options: ContractsOptions): ResolvedOptions {
-  const { registryUrl, unknownSchemaIdTtlMs = 30_000, registryRetries = 3, nowMs = Date.now } = options;
+  const {
+    registryUrl,
+    unknownSchemaIdTtlMs = 30_000,
+    registryRetries = 3,
+    registryTimeoutMs = 10_000,
+    nowMs = Date.now,
+  } = options;
   let protocol: string | undefined;
   try {
     protocol = new URL(registryUrl).protocol;
@@ -270,12 +302,22 @@ function resolveOptions(options: ContractsOptions): ResolvedOptions {
   if (!Number.isInteger(registryRetries) || registryRetries < 0) {
     throw new TypeError(`Contracts: registryRetries must be an integer >= 0, got ${registryRetries}`);
   }
+  if (!Number.isInteger(registryTimeoutMs) || registryTimeoutMs <= 0) {
+    throw new TypeError(`Contracts: registryTimeoutMs must be an integer > 0, got ${registryTimeoutMs}`);
+  }
   return Object.freeze({
     registryUrl: registryUrl.replace(/\/+$/, ''),
     unknownSchemaIdTtlMs,
     registryRetries,
+    registryTimeoutMs,
     nowMs,
   });
+}
+
+/** A mappersmith middleware that gives every registry request a timeout (the client sets none). */
+type RegistryMiddleware = NonNullable<ConstructorParameters<typeof SchemaRegistry>[0]['middlewares']>[number];
+function requestTimeout(timeoutMs: number): RegistryMiddleware {
+  return () => ({ request: (request) => request.enhance({ timeout: timeoutMs }) });
 }
 
 function statusOf(error: unknown): number | undefined {
