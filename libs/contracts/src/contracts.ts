@@ -190,6 +190,14 @@ export class Contracts {
     return this.dispatch.encode(dispatch);
   }
 
+  /**
+   * The 5 bytes a Dispatch record starts with (magic byte, schema id), for a writer that encodes the
+   * body itself: the scheduler's claim, which has Postgres write the record (store migration 010).
+   */
+  dispatchHeader(): Buffer {
+    return this.dispatch.header();
+  }
+
   decodeDispatch(bytes: Buffer | null): Promise<Dispatch> {
     return this.decode(this.dispatch, bytes);
   }

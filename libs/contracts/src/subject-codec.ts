@@ -51,8 +51,8 @@ export class SubjectCodec<TValue, TInput> {
     this.refusals.delete(schemaId);
   }
 
-  /** Confluent-framed Avro of `value`. Throws SCHED_E_NOT_REGISTERED or SCHED_E_INVALID_MESSAGE. */
-  encode(value: TInput): Buffer {
+  /** The id encodes use. Throws SCHED_E_NOT_REGISTERED before `useSchemaId`. */
+  private requireSchemaId(): number {
     const schemaId = this.schemaId;
     if (schemaId === undefined) {
       throw new ContractsError(
@@ -61,6 +61,19 @@ export class SubjectCodec<TValue, TInput> {
         { subject: this.contract.subject },
       );
     }
+    return schemaId;
+  }
+
+  /** The Confluent framing (magic byte, schema id) an encoded record starts with. */
+  header(): Buffer {
+    const header = Buffer.alloc(HEADER_BYTES);
+    writeHeader(header, this.requireSchemaId());
+    return header;
+  }
+
+  /** Confluent-framed Avro of `value`. Throws SCHED_E_NOT_REGISTERED or SCHED_E_INVALID_MESSAGE. */
+  encode(value: TInput): Buffer {
+    const schemaId = this.requireSchemaId();
     let target = this.scratch;
     writeHeader(target, schemaId);
     let end = this.write(value, target);

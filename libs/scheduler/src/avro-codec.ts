@@ -26,6 +26,9 @@ export function avroSchedulerCodec(contracts: Contracts): SchedulerCodec {
     encodeDispatch(d) {
       return contracts.encodeDispatch(d);
     },
+    dispatchHeader() {
+      return contracts.dispatchHeader();
+    },
     async dispatchClaimedAt(value) {
       return (await contracts.decodeDispatch(value)).claimedAtMs;
     },

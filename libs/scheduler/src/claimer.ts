@@ -3,11 +3,11 @@ import type pg from 'pg';
 import {
   FencedError,
   inTransaction,
-  jobClaimDueAcross,
+  jobClaimDueDispatch,
   jobReconcileDue,
   outboxInsert,
-  outboxInsertAcross,
   type ClaimedJob,
+  type DispatchedJob,
   type OutboxRow,
 } from '@sched/store';
 import type { SchedulerCodec } from './commands.js';
@@ -15,7 +15,7 @@ import type { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
 export interface ClaimOutcome {
-  claimed: ClaimedJob[];
+  claimed: DispatchedJob[];
   /** Ids asked for that were not due yet in database time: the caller puts them back. */
   notYetDue: { jobId: string; dueMs: number }[];
 }
@@ -31,15 +31,13 @@ export interface RoundOutcome {
   outcomes: Map<number, ClaimOutcome>;
   /** Partitions whose epoch moved on: the caller releases them; nothing of theirs was written. */
   fenced: PartitionRuntime[];
-  /** Where the round's time went, ms: a pool connection + BEGIN, the claim, the outbox insert, COMMIT. */
+  /** Where the round's time went, ms: a pool connection, then the one statement (with its commit). */
   phasesMs: RoundPhases;
 }
 
 export interface RoundPhases {
   connect: number;
   claim: number;
-  outbox: number;
-  commit: number;
 }
 
 /**
@@ -92,9 +90,9 @@ export function dispatchOutboxRow(
 }
 
 /**
- * Claim + outbox in one short, fenced transaction: no Kafka call inside it (Debezium publishes
- * after commit). One extra statement reads database time and checks the epoch, so a refused
- * claim is told apart from a fenced owner.
+ * Claim + outbox, fenced, with no Kafka call (Debezium publishes after commit). A firing round is
+ * one statement that Postgres commits on its own (`jobClaimDueDispatch`: the Dispatch records are
+ * written in SQL); reconciliation claims and encodes in two statements of one transaction.
  */
 export class Claimer {
   constructor(
@@ -106,60 +104,43 @@ export class Claimer {
 
   /**
    * One firing round across partitions: the due wheel entries of every partition that has some, in
-   * one transaction of two statements (the fenced claim UPDATE, which also reports database time and
-   * which epochs are current, then one outbox INSERT) however many partitions take part. The claim
-   * holds each current partition's ownership row FOR KEY SHARE until commit, and the outbox insert
-   * is fenced per row too.
+   * one statement however many partitions take part. It claims, writes each claimed job's outbox
+   * row, and reports database time and which epochs are current; the ownership rows of the current
+   * partitions are held FOR KEY SHARE until it commits.
    */
   async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
     const t0 = performance.now();
-    let tWork = t0;
-    let tClaim = t0;
-    let tOutbox = t0;
-    const out = await inTransaction(this.pool, async (client) => {
-      tWork = performance.now();
-      const { nowMs, current, claimed } = await jobClaimDueAcross(
+    const client = await this.pool.connect();
+    const tWork = performance.now();
+    let result: Awaited<ReturnType<typeof jobClaimDueDispatch>>;
+    try {
+      result = await jobClaimDueDispatch(
         client,
         groups.map((g) => ({ partition: g.rt.partition, epoch: g.rt.epoch })),
         groups.flatMap((g) => g.entries.map((e) => e.jobId)),
         this.dispatchLeaseMs,
+        this.codec.dispatchHeader(),
       );
-      const live = groups.filter((g) => current.has(g.rt.partition));
-      const fenced = groups.filter((g) => !current.has(g.rt.partition)).map((g) => g.rt);
-      for (let i = 0; i < fenced.length; i++) this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
-      const rows = claimed.map((j) => ({
-        ...dispatchOutboxRow(this.codec, j, j.partition, j.epoch),
-        partition: j.partition,
-        epoch: j.epoch,
-      }));
-      tClaim = performance.now();
-      const inserted = await outboxInsertAcross(client, rows);
-      tOutbox = performance.now();
-      if (inserted !== rows.length) {
-        this.metrics.fencedWrites.inc({ statement: 'outbox_insert' });
-        throw new FencedError(live[0]?.rt.partition ?? -1, live[0]?.rt.epoch ?? -1, 'outbox_insert');
-      }
-      const outcomes = new Map<number, ClaimOutcome>();
-      for (const g of live) outcomes.set(g.rt.partition, { claimed: [], notYetDue: [] });
-      for (const j of claimed) outcomes.get(j.partition)!.claimed.push(j);
-      for (const g of live) {
-        const out = outcomes.get(g.rt.partition)!;
-        if (out.claimed.length < g.entries.length) {
-          const got = new Set(out.claimed.map((c) => c.jobId));
-          out.notYetDue = g.entries.filter((e) => !got.has(e.jobId) && e.dueMs > nowMs);
-        }
-      }
-      this.observe(claimed, 'wheel');
-      return { outcomes, fenced };
-    });
+    } finally {
+      client.release();
+    }
     const tEnd = performance.now();
-    const phasesMs = {
-      connect: tWork - t0,
-      claim: tClaim - tWork,
-      outbox: tOutbox - tClaim,
-      commit: tEnd - tOutbox,
-    };
-    return { ...out, phasesMs };
+    const { nowMs, current, claimed } = result;
+    const live = groups.filter((g) => current.has(g.rt.partition));
+    const fenced = groups.filter((g) => !current.has(g.rt.partition)).map((g) => g.rt);
+    for (let i = 0; i < fenced.length; i++) this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
+    const outcomes = new Map<number, ClaimOutcome>();
+    for (const g of live) outcomes.set(g.rt.partition, { claimed: [], notYetDue: [] });
+    for (const j of claimed) outcomes.get(j.partition)!.claimed.push(j);
+    for (const g of live) {
+      const out = outcomes.get(g.rt.partition)!;
+      if (out.claimed.length < g.entries.length) {
+        const got = new Set(out.claimed.map((c) => c.jobId));
+        out.notYetDue = g.entries.filter((e) => !got.has(e.jobId) && e.dueMs > nowMs);
+      }
+    }
+    this.observe(claimed, 'wheel');
+    return { outcomes, fenced, phasesMs: { connect: tWork - t0, claim: tEnd - tWork } };
   }
 
   /**
@@ -203,7 +184,7 @@ export class Claimer {
   }
 
   /** Claim metrics: batch size, count by source, and due → claim lag of each job. */
-  observe(claimed: readonly ClaimedJob[], source: string): void {
+  observe(claimed: readonly Pick<ClaimedJob, 'claimedAtMs' | 'dueAtMs'>[], source: string): void {
     if (claimed.length === 0) return;
     this.metrics.claimBatch.observe(claimed.length);
     this.metrics.claimed.inc({ source }, claimed.length);

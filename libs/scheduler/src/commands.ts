@@ -164,6 +164,8 @@ export interface SchedulerCodec {
   /** Throws CommandRejection (UNDECODABLE, UNKNOWN_SCHEMA_ID, INVALID_FIELD) for bad bytes. */
   decodeCommand(value: Buffer): Promise<SchedulerCommand>;
   encodeDispatch(d: DispatchFields): Buffer;
+  /** The framing (magic byte, schema id) of a Dispatch record whose body Postgres writes. */
+  dispatchHeader(): Buffer;
   /** The claim time carried by a dispatch record (for the publication-lag metric). */
   dispatchClaimedAt(value: Buffer): Promise<number>;
   encodeRejected(r: RejectedFields): Buffer;

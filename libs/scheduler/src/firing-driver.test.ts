@@ -41,7 +41,7 @@ function slowClaimer(ms: number, seen: ClaimGroup[][]): Claimer {
       seen.push(groups);
       await new Promise((r) => setTimeout(r, ms));
       const outcomes = new Map(groups.map((g) => [g.rt.partition, { claimed: [], notYetDue: [] }]));
-      return { outcomes, fenced: [], phasesMs: { connect: 0.5, claim: ms, outbox: 0.2, commit: 0.3 } };
+      return { outcomes, fenced: [], phasesMs: { connect: 0.5, claim: ms } };
     },
   } as unknown as Claimer;
 }

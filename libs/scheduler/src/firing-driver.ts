@@ -168,8 +168,8 @@ export class FiringDriver {
    * Records the round's duration, and explains a late one: when the oldest entry's due time is more
    * than `slowRoundMs` behind the commit, a warning says where the time went (waiting to be
    * collected: a late timer, a busy event loop, both round slots taken, or, for a job created
-   * already due, the command's own trip; schedule generation; a pool connection; each statement;
-   * COMMIT). At most one warning per `SLOW_LOG_EVERY_MS`: an overloaded scheduler has a late round
+   * already due, the command's own trip; schedule generation; a pool connection; the claim
+   * statement with its commit). At most one warning per `SLOW_LOG_EVERY_MS`: an overloaded scheduler has a late round
    * every few milliseconds, and a synchronous log line for each (stdout to a pipe is synchronous)
    * fed the overload. The next warning reports how many were left out (the metric counts them all).
    */
@@ -192,8 +192,6 @@ export class FiringDriver {
         generationMs: t.claimStart - t.collectedAt,
         connectMs: r(t.phasesMs.connect),
         claimMs: r(t.phasesMs.claim),
-        outboxMs: r(t.phasesMs.outbox),
-        commitMs: r(t.phasesMs.commit),
         jobs: jobs.reduce((n, g) => n + g.entries.length, 0),
         partitions: jobs.length,
         leftOutSinceLast: pass.dropped,

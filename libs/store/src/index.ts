@@ -16,14 +16,15 @@ export type { NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
 export {
   jobClaimDue,
   jobClaimDueAcross,
+  jobClaimDueDispatch,
+  DISPATCH_SQL_FIELDS,
   jobReconcileDue,
   outboxInsert,
-  outboxInsertAcross,
   leaseReap,
   jobLoadWindow,
   pruneOlderThan,
 } from './job-claim.js';
-export type { ClaimedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
+export type { ClaimedJob, DispatchedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
 export { pruneFinishedJobs } from './retention.js';
 export {
   leaseAcquire,

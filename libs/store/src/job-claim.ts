@@ -93,6 +93,40 @@ export async function jobClaimDue(
 }
 
 /**
+ * The fenced claim of a firing round as CTEs `owners`, `target` and `claimed` (the UPDATE, returning
+ * `returning`): shared by the claim that hands the rows back and the one that writes their outbox
+ * rows itself. `$1`/`$2` the owned (partition, epoch) pairs, `$3` the job ids, `$4` the lease ms.
+ */
+const claimAcrossCtes = (returning: string) => `owners AS (
+    SELECT po.partition, po.epoch FROM partition_owner po
+    JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
+    FOR KEY SHARE OF po),
+  -- By primary key per id (locking, in id order), then ANY(...): no plan may walk every due row
+  -- of the owned partitions (job_due_idx), which stale statistics invited and which grows with
+  -- the backlog (see the note on plans in lease.ts). SKIP LOCKED: a row another transaction
+  -- holds is being claimed by the reconciler's catch-up (which takes overdue rows while a
+  -- backlog of wheel rounds works through them), or changed by a command whose apply updates
+  -- the wheel itself; waiting for it cost a 100k burst ~90 µs per row. A skipped job that stays
+  -- SCHEDULED is the reconciler's (the index is not the truth).
+  target AS (
+    SELECT j.job_id, j.partition
+    FROM (SELECT DISTINCT unnest($3::text[]) AS job_id ORDER BY 1) ids
+    CROSS JOIN LATERAL (
+      SELECT job_id, partition, state, due_at FROM job WHERE job_id = ids.job_id OFFSET 0
+      FOR UPDATE SKIP LOCKED) j
+    WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND j.partition IN (SELECT partition FROM owners)),
+  -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
+  -- rescan re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst); joined to
+  -- owners, the plan scanned the whole list once per owned partition (12 scans of 2,000 ids, 22,000
+  -- rows thrown away: 35 of a batch's 60 ms). The epoch is looked up per row instead.
+  claimed AS (
+    UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(),
+                     claim_epoch = (SELECT o.epoch FROM owners o WHERE o.partition = j.partition),
+                     lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
+    WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))
+    ${returning})`;
+
+/**
  * job_claim_due across partitions: like `jobClaimDue`, for the wheel entries of several owned
  * partitions in one statement (one round trip for a whole firing round). The ownership rows of the
  * (partition, epoch) pairs that are still current are held FOR KEY SHARE until the transaction ends
@@ -115,34 +149,7 @@ export async function jobClaimDueAcross(
   >(
     batchStatement(
       'job_claim_due_across',
-      `WITH owners AS (
-       SELECT po.partition, po.epoch FROM partition_owner po
-       JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
-       FOR KEY SHARE OF po),
-     -- By primary key per id (locking, in id order), then ANY(...): no plan may walk every due row
-     -- of the owned partitions (job_due_idx), which stale statistics invited and which grows with
-     -- the backlog (see the note on plans in lease.ts). SKIP LOCKED: a row another transaction
-     -- holds is being claimed by the reconciler's catch-up (which takes overdue rows while a
-     -- backlog of wheel rounds works through them), or changed by a command whose apply updates
-     -- the wheel itself; waiting for it cost a 100k burst ~90 µs per row. A skipped job that stays
-     -- SCHEDULED is the reconciler's (the index is not the truth).
-     target AS (
-       SELECT j.job_id, j.partition
-       FROM (SELECT DISTINCT unnest($3::text[]) AS job_id ORDER BY 1) ids
-       CROSS JOIN LATERAL (
-         SELECT job_id, partition, state, due_at FROM job WHERE job_id = ids.job_id OFFSET 0
-         FOR UPDATE SKIP LOCKED) j
-       WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND j.partition IN (SELECT partition FROM owners)),
-     -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
-     -- rescan re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst); joined to
-     -- owners, the plan scanned the whole list once per owned partition (12 scans of 2,000 ids, 22,000
-     -- rows thrown away: 35 of a batch's 60 ms). The epoch is looked up per row instead.
-     claimed AS (
-       UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(),
-                        claim_epoch = (SELECT o.epoch FROM owners o WHERE o.partition = j.partition),
-                        lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
-       WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))
-       ${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch)
+      `WITH ${claimAcrossCtes(`${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch`)}
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN claimed c ON true`,
@@ -158,6 +165,133 @@ export async function jobClaimDueAcross(
       .filter((r) => r.job_id != null)
       .map((r) => ({ ...toClaimed(r as ClaimRow), partition: r.partition!, epoch: r.epoch! })),
   };
+}
+
+/** A job a firing round claimed and wrote the dispatch record of (`jobClaimDueDispatch`). */
+export interface DispatchedJob {
+  jobId: string;
+  partition: number;
+  epoch: number;
+  version: number;
+  attempt: number;
+  dueAtMs: number;
+  /** Database time of the claim: never before dueAtMs. */
+  claimedAtMs: number;
+  /** The outbox row's id, the record's eventId. */
+  eventId: string;
+}
+
+/** The fields of Dispatch.avsc in the order `jobClaimDueDispatch` writes them (a test holds the two equal). */
+export const DISPATCH_SQL_FIELDS = [
+  'eventId',
+  'jobId',
+  'tenantId',
+  'queue',
+  'version',
+  'attempt',
+  'epoch',
+  'partition',
+  'dueAtMs',
+  'claimedAtMs',
+  'payload',
+  'priority',
+  'businessKey',
+  'idempotencyKey',
+  'executionTimeoutMs',
+  'scheduleId',
+  'occurrenceAtMs',
+  'headers',
+] as const;
+
+/**
+ * A firing round in one statement, and so in one implicit transaction: the fenced claim of
+ * `jobClaimDueAcross`, plus an outbox row per claimed job whose payload is its Dispatch record
+ * (schemas/avro/Dispatch.avsc, Confluent framing `dispatchHeader`: magic byte and schema id), built
+ * by Postgres with the functions of migration 010. One round trip instead of four (BEGIN, claim,
+ * outbox insert, COMMIT), and the claimed rows' payloads and headers never travel to the scheduler
+ * and back. The outbox insert needs no fence of its own: it is the claim's statement, under the
+ * ownership rows the claim holds. The worker reads the record as any other; `idempotencyKey` is
+ * the businessKey, else the job id, as `idempotencyKeyOf` in the scheduler.
+ */
+export async function jobClaimDueDispatch(
+  client: pg.ClientBase | pg.Pool,
+  owned: readonly OwnedPartition[],
+  jobIds: readonly string[],
+  dispatchLeaseMs: number,
+  dispatchHeader: Buffer,
+): Promise<{ nowMs: number; current: Set<number>; claimed: DispatchedJob[] }> {
+  const { rows } = await client.query<{
+    now_ms: number;
+    current: number[];
+    job_id: string | null;
+    partition: number;
+    epoch: number;
+    version: number;
+    attempt: number;
+    due_ms: number;
+    claimed_ms: number;
+    event_id: string;
+  }>(
+    batchStatement(
+      'job_claim_due_dispatch',
+      `WITH ${claimAcrossCtes(`RETURNING j.job_id, j.partition, j.claim_epoch AS epoch, j.tenant_id, j.queue, j.version,
+         j.attempt, j.due_at, now() AS claimed_at, j.payload, j.priority, j.business_key, j.execution_timeout_ms,
+         j.headers, j.schedule_id, j.occurrence_at`)},
+     -- Every number of the record as its zig-zag value, once per row: a varint's argument must be a
+     -- column for the varint to be inlined cheaply (migration 010). OFFSET 0 keeps this a subquery.
+     z AS (
+       SELECT c.job_id, c.partition, c.epoch, c.tenant_id, c.queue, c.version, c.attempt, c.payload,
+              c.business_key, c.schedule_id, c.headers, gen_random_uuid() AS event_id,
+              sched_ms(c.due_at) AS due_ms, sched_ms(c.claimed_at) AS claimed_ms,
+              sched_avro_zigzag(c.version) AS z_version, sched_avro_zigzag(c.attempt) AS z_attempt,
+              sched_avro_zigzag(c.epoch) AS z_epoch, sched_avro_zigzag(c.partition) AS z_partition,
+              sched_avro_zigzag(sched_ms(c.due_at)) AS z_due, sched_avro_zigzag(sched_ms(c.claimed_at)) AS z_claimed,
+              sched_avro_zigzag(c.priority) AS z_priority, sched_avro_zigzag(c.execution_timeout_ms) AS z_timeout,
+              sched_avro_zigzag(sched_ms(c.occurrence_at)) AS z_occurrence
+       FROM claimed c OFFSET 0),
+     enc AS (
+       SELECT z.job_id, z.partition, z.epoch, z.tenant_id, z.queue, z.version, z.attempt, z.due_ms, z.claimed_ms,
+              z.event_id,
+              $5::bytea
+              || sched_avro_string(z.event_id::text) || sched_avro_string(z.job_id)
+              || sched_avro_string(z.tenant_id) || sched_avro_string(z.queue)
+              || sched_avro_varint(z.z_version) || sched_avro_varint(z.z_attempt)
+              || sched_avro_varint(z.z_epoch) || sched_avro_varint(z.z_partition)
+              || sched_avro_varint(z.z_due) || sched_avro_varint(z.z_claimed)
+              || sched_avro_bytes(z.payload) || sched_avro_varint(z.z_priority)
+              || sched_avro_opt_string(z.business_key) || sched_avro_string(coalesce(z.business_key, z.job_id))
+              || sched_avro_opt_varint(z.z_timeout) || sched_avro_opt_string(z.schedule_id)
+              || sched_avro_opt_varint(z.z_occurrence) || sched_avro_string_map(z.headers) AS record
+       FROM z),
+     written AS (
+       INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
+       SELECT e.event_id, 'dispatch.' || e.queue, e.job_id, 'Dispatch', e.record, e.job_id, e.version, e.attempt,
+              e.epoch, e.tenant_id
+       FROM enc e)
+     SELECT m.now_ms, m.current, e.job_id, e.partition, e.epoch, e.version, e.attempt, e.due_ms, e.claimed_ms,
+            e.event_id
+     FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
+     LEFT JOIN enc e ON true`,
+      [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs, dispatchHeader],
+      jobIds.length,
+    ),
+  );
+  const head = rows[0]!;
+  const claimed: DispatchedJob[] = [];
+  for (const r of rows) {
+    if (r.job_id === null) continue;
+    claimed.push({
+      jobId: r.job_id,
+      partition: r.partition,
+      epoch: r.epoch,
+      version: r.version,
+      attempt: r.attempt,
+      dueAtMs: r.due_ms,
+      claimedAtMs: r.claimed_ms,
+      eventId: r.event_id,
+    });
+  }
+  return { nowMs: head.now_ms, current: new Set(head.current), claimed };
 }
 
 /** A partition and the epoch its owner holds. */
@@ -250,29 +384,6 @@ export async function outboxInsert(
      FROM fence, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::int[], $10::int[], $11::text[])
        AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id)`,
     values: [partition, epoch, ...outboxColumns(rows)],
-  });
-  return res.rowCount ?? 0;
-}
-
-/**
- * outbox_insert across partitions: each row carries the (partition, epoch) that wrote it and is
- * inserted only while that epoch is current (fenced per row in the same statement). Returns how
- * many were inserted; fewer than given means an epoch moved on.
- */
-export async function outboxInsertAcross(
-  client: pg.ClientBase,
-  rows: readonly (OutboxRow & { partition: number; epoch: number })[],
-): Promise<number> {
-  if (rows.length === 0) return 0;
-  const res = await client.query({
-    name: 'outbox_insert_across',
-    text: `INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
-     SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, o.epoch, o.tenant_id
-     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::text[], $7::int[], $8::int[], $9::text[],
-                 $10::int[], $11::bigint[])
-       AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id, partition, epoch)
-     JOIN partition_owner po ON po.partition = o.partition AND po.epoch = o.epoch`,
-    values: [...outboxColumns(rows), rows.map((r) => r.partition), rows.map((r) => r.epoch)],
   });
   return res.rowCount ?? 0;
 }

@@ -19,7 +19,10 @@ export function createPool(options: PoolOptions): pg.Pool {
   return new pg.Pool({
     connectionString: options.databaseUrl,
     max: options.max ?? 8,
-    options: `-c search_path=${schema}`,
+    // No JIT: our statements are short and their plans cached, and the claim's Dispatch record
+    // (migration 010) is one large expression that LLVM took seconds to compile once a big batch's
+    // estimated cost passed jit_above_cost.
+    options: `-c search_path=${schema} -c jit=off`,
     application_name: options.applicationName ?? 'sched',
     idleTimeoutMillis: 30_000,
   });
