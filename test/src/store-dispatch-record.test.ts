@@ -58,7 +58,7 @@ describe('store: the Dispatch record written in SQL', () => {
   });
 
   it('writes the fields of Dispatch.avsc, in its order', () => {
-    const fields = (DISPATCH_CONTRACT.schema as { fields: { name: string }[] }).fields.map((f) => f.name);
+    const fields = DISPATCH_CONTRACT.schema.fields.map((f) => f.name);
     expect([...DISPATCH_SQL_FIELDS]).toEqual(fields);
   });
 
