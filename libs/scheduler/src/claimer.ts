@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
-  FencedError,
-  inTransaction,
   jobClaimDueDispatch,
-  jobReconcileDue,
-  outboxInsert,
+  jobReconcileDueDispatch,
   type ClaimedJob,
   type DispatchedJob,
   type OutboxRow,
@@ -145,42 +142,20 @@ export class Claimer {
 
   /**
    * Reconciliation and catch-up: claims overdue jobs the wheel does not hold, across the given
-   * partitions, highest priority first, SKIP LOCKED; outbox rows written per partition, fenced.
+   * partitions, highest priority first, SKIP LOCKED, and writes their outbox rows, in one statement
+   * fenced by the ownership rows it holds.
    */
-  async reconcile(
-    rts: PartitionRuntime[],
-    limit: number,
-    graceMs: number,
-  ): Promise<(ClaimedJob & { partition: number })[]> {
-    return inTransaction(this.pool, async (client) => {
-      const claimed = await jobReconcileDue(
-        client,
-        rts.map((r) => ({ partition: r.partition, epoch: r.epoch })),
-        limit,
-        this.dispatchLeaseMs,
-        graceMs,
-      );
-      for (const rt of rts) {
-        const mine = claimed.filter((c) => c.partition === rt.partition);
-        await this.writeOutbox(client, rt, mine);
-      }
-      this.observe(claimed, 'reconcile');
-      return claimed;
-    });
-  }
-
-  private async writeOutbox(
-    client: pg.ClientBase,
-    rt: PartitionRuntime,
-    claimed: ClaimedJob[],
-  ): Promise<void> {
-    if (claimed.length === 0) return;
-    const rows: OutboxRow[] = claimed.map((j) => dispatchOutboxRow(this.codec, j, rt.partition, rt.epoch));
-    const inserted = await outboxInsert(client, rt.partition, rt.epoch, rows);
-    if (inserted !== rows.length) {
-      this.metrics.fencedWrites.inc({ statement: 'outbox_insert' });
-      throw new FencedError(rt.partition, rt.epoch, 'outbox_insert');
-    }
+  async reconcile(rts: PartitionRuntime[], limit: number, graceMs: number): Promise<DispatchedJob[]> {
+    const claimed = await jobReconcileDueDispatch(
+      this.pool,
+      rts.map((r) => ({ partition: r.partition, epoch: r.epoch })),
+      limit,
+      this.dispatchLeaseMs,
+      graceMs,
+      this.codec.dispatchHeader(),
+    );
+    this.observe(claimed, 'reconcile');
+    return claimed;
   }
 
   /** Claim metrics: batch size, count by source, and due → claim lag of each job. */

@@ -78,7 +78,7 @@ export class FiringDriver {
    * `claimBatchSize` in all, partitions served in rotating order) and claims them in one
    * transaction, so the number of transactions follows the load, not the partition count. Rounds
    * start at least `minRoundGapMs` apart: at a steady trickle (1,000 due/s) a round per
-   * millisecond would carry one job and pay a transaction, a WAL flush and four round trips for it;
+   * millisecond would carry one job and pay a transaction, a WAL flush and a round trip for it;
    * waiting the gap lets a round carry what fell due meanwhile (a backlog fills whole batches anyway).
    */
   fireDue(): void {

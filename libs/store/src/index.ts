@@ -19,6 +19,7 @@ export {
   jobClaimDueDispatch,
   DISPATCH_SQL_FIELDS,
   jobReconcileDue,
+  jobReconcileDueDispatch,
   outboxInsert,
   leaseReap,
   jobLoadWindow,
