@@ -47,7 +47,9 @@ function describePlan(plan: Plan, workloads: WorkloadName[]): string {
     lines.push(`  burst: ${plan.burst.jobs} jobs due within one second; cap ${plan.burst.capMs / 1000} s`);
   if (workloads.includes('drain'))
     lines.push(
-      `  drain: ramp ${plan.drain.startRate}/s ×${plan.drain.growth} per ${plan.drain.stepMs / 1000} s step (≤ ${plan.drain.maxSteps} steps), ${plan.drain.refineSteps} step(s) between the last held and the first failed, then ${plan.drain.confirmReps} × ${plan.drain.confirmMs / 1000} s at the last rate held`,
+      plan.drain.fixedRate !== undefined
+        ? `  drain: no ramp (--drain-rate); ${plan.drain.confirmReps} × ${plan.drain.confirmMs / 1000} s at ${plan.drain.fixedRate} jobs/s`
+        : `  drain: ramp ${plan.drain.startRate}/s ×${plan.drain.growth} per ${plan.drain.stepMs / 1000} s step (≤ ${plan.drain.maxSteps} steps), ${plan.drain.refineSteps} step(s) between the last held and the first failed, then ${plan.drain.confirmReps} × ${plan.drain.confirmMs / 1000} s at the last rate held`,
     );
   if (workloads.includes('ingest'))
     lines.push(
@@ -70,7 +72,10 @@ function describePlan(plan: Plan, workloads: WorkloadName[]): string {
 export async function runE2e(argv: readonly string[]): Promise<SuiteOutcome> {
   const opts = parseE2eArgs(argv);
   const base = opts.quick ? QUICK : FULL;
-  const plan: Plan = opts.reps ? { ...base, reps: opts.reps } : base;
+  const withReps: Plan = opts.reps ? { ...base, reps: opts.reps } : base;
+  const plan: Plan = opts.drainRate
+    ? { ...withReps, drain: { ...withReps.drain, fixedRate: opts.drainRate } }
+    : withReps;
   const startedAt = new Date();
   const m = machineInfo();
   say(

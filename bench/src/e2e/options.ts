@@ -7,13 +7,21 @@ export interface E2eOptions {
   workloads: WorkloadName[];
   /** Overrides the plan's repetitions (delayed, burst, ingest and pending probes). */
   reps: number | null;
+  /** Drain at this one rate (no ramp): for comparing two builds at the same load. */
+  drainRate: number | null;
 }
 
-export const USAGE = `npm run bench -- e2e [--json FILE] [--quick] [--only ${WORKLOADS.join(',')}] [--system ${SYSTEMS.join(',')}] [--reps N]`;
+export const USAGE = `npm run bench -- e2e [--json FILE] [--quick] [--only ${WORKLOADS.join(',')}] [--system ${SYSTEMS.join(',')}] [--reps N] [--drain-rate JOBS_PER_SEC]`;
 
 /** Parses the suite's arguments; throws with the usage line on anything it does not know. */
 export function parseE2eArgs(argv: readonly string[]): E2eOptions {
-  const o: E2eOptions = { quick: false, systems: [...SYSTEMS], workloads: [...WORKLOADS], reps: null };
+  const o: E2eOptions = {
+    quick: false,
+    systems: [...SYSTEMS],
+    workloads: [...WORKLOADS],
+    reps: null,
+    drainRate: null,
+  };
   const bad = (why: string): never => {
     throw Object.assign(new Error(`${why}\nusage: ${USAGE}`), {
       code: 'SCHED_E_BENCH_ARGS',
@@ -36,6 +44,10 @@ export function parseE2eArgs(argv: readonly string[]): E2eOptions {
       const n = Number(argv[++k]);
       if (!Number.isInteger(n) || n < 1 || n > 10) bad('--reps takes an integer from 1 to 10');
       o.reps = n;
+    } else if (a === '--drain-rate') {
+      const n = Number(argv[++k]);
+      if (!Number.isInteger(n) || n < 1 || n > 100_000) bad('--drain-rate takes an integer from 1 to 100000');
+      o.drainRate = n;
     } else bad(`unknown argument "${a}"`);
   }
   // Keep the canonical order whatever order they were given in.

@@ -39,6 +39,8 @@ export interface Plan {
     refineSteps: number;
     /** Longest wait for a step's leftover backlog before the next step (unmeasured). */
     leftoverMs: number;
+    /** Set (`--drain-rate`): no ramp, the confirm runs at this rate and does not step down. */
+    fixedRate?: number;
   };
   pending: {
     jobs: number;

@@ -105,7 +105,12 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
     return ok;
   };
   let failed: number | undefined;
-  for (let k = 0; k < p.maxSteps && rate <= p.maxRate; k++) {
+  if (p.fixedRate !== undefined) {
+    // --drain-rate: the confirm alone, at the given rate.
+    best = p.fixedRate;
+    ramp.push(`none (fixed rate ${p.fixedRate})`);
+  }
+  for (let k = 0; k < p.maxSteps && rate <= p.maxRate && p.fixedRate === undefined; k++) {
     if (!(await step(rate, false))) {
       failed = rate;
       break;
@@ -150,7 +155,7 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
       for (const t of started) if (t >= warm && t <= windowEnd) k++;
       const measuredRate = (k * 1000) / (windowEnd - warm);
       const lag = o.log.lag(inWindow);
-      if (!ok && attempt < 2) {
+      if (!ok && attempt < 2 && p.fixedRate === undefined) {
         notes.push(
           `confirm at ${confirmRate} jobs/s did not hold (backlog ${o.issued - o.log.started}); stepping down 20%`,
         );
@@ -164,7 +169,7 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
         confirmRate = Math.round(confirmRate * 0.8);
         continue;
       }
-      if (!ok) notes.push(`confirm at ${confirmRate} jobs/s did not hold either; figure is what it started`);
+      if (!ok) notes.push(`confirm at ${confirmRate} jobs/s did not hold; figure is what it started`);
       reps.push({
         jobsPerSec: round(measuredRate),
         lagMs: { p50: lag.p50, p99: lag.p99, p999: lag.p999, max: lag.max },
