@@ -17,7 +17,6 @@ export {
   jobClaimDue,
   jobClaimDueAcross,
   jobClaimDueDispatch,
-  DISPATCH_SQL_FIELDS,
   jobReconcileDue,
   jobReconcileDueDispatch,
   outboxInsert,
@@ -25,7 +24,9 @@ export {
   jobLoadWindow,
   pruneOlderThan,
 } from './job-claim.js';
-export type { ClaimedJob, DispatchedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
+export type { ClaimedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
+export { DISPATCH_SQL_FIELDS } from './dispatch-record.js';
+export type { DispatchedJob } from './dispatch-record.js';
 export { pruneFinishedJobs } from './retention.js';
 export {
   leaseAcquire,
