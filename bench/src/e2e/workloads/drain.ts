@@ -75,11 +75,20 @@ function held(o: Offered, rate: number): boolean {
 }
 
 /**
+ * The rate of the confirmation after one that did not hold: what the failed one started per second
+ * (a system past its limit starts about what it can hold), but at least 10 % and at most 20 % under
+ * what it offered, so a stall does not collapse the figure and a near miss is not retried at once.
+ */
+export function nextConfirmRate(offered: number, startedPerSec: number): number {
+  return Math.round(Math.min(offered * 0.9, Math.max(offered * 0.8, startedPerSec)));
+}
+
+/**
  * drain: the highest rate a system holds from command to handler start. A ramp of short steps
  * (×growth from startRate) finds the last rate held, a few steps between it and the first rate
- * that failed narrow it down; then a `confirmMs` run at that rate (stepping
- * down 20%, at most twice, while it does not hold) gives the figure: jobs started per second after the warm-up,
- * and the lag of those jobs.
+ * that failed narrow it down; then a `confirmMs` run at that rate gives the figure: jobs started per
+ * second after the warm-up, and the lag of those jobs. A confirmation that does not hold is followed
+ * (at most twice) by one at `nextConfirmRate`.
  */
 export async function drain(f: SystemFactory, ctx: WorkloadContext): Promise<WorkloadRun[]> {
   return inSession(f, (s) => drainIn(s, ctx));
@@ -157,7 +166,7 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
       const lag = o.log.lag(inWindow);
       if (!ok && attempt < 2 && p.fixedRate === undefined) {
         notes.push(
-          `confirm at ${confirmRate} jobs/s did not hold (backlog ${o.issued - o.log.started}); stepping down 20%`,
+          `confirm at ${confirmRate} jobs/s did not hold (backlog ${o.issued - o.log.started}, ${round(measuredRate)} jobs/s started); next at ${nextConfirmRate(confirmRate, measuredRate)}`,
         );
         // The next confirmation starts from an empty backlog, or it would pay for this one's.
         const drained = await o.log.waitAll(Date.now() + DRAIN_BACKLOG_MS);
@@ -166,7 +175,7 @@ async function drainIn(s: SystemSession, ctx: WorkloadContext): Promise<Workload
             `backlog not drained within ${DRAIN_BACKLOG_MS / 1000} s (${o.issued - o.log.started} left)`,
           );
         ctx.hub.close(o.log);
-        confirmRate = Math.round(confirmRate * 0.8);
+        confirmRate = nextConfirmRate(confirmRate, measuredRate);
         continue;
       }
       if (!ok) notes.push(`confirm at ${confirmRate} jobs/s did not hold; figure is what it started`);
