@@ -33,7 +33,7 @@ const TOPIC_RETENTION_MS = String(2 * 3600_000);
 
 /**
  * Knobs we set for the bench; everything else is the apps' defaults (README configuration table).
- * Worker concurrency is the default (256 executions in flight per process).
+ * Worker concurrency is the default (1,024 executions in flight per process).
  */
 export const OURS_KNOBS = {
   commandPartitions: COMMAND_PARTITIONS,
@@ -42,7 +42,7 @@ export const OURS_KNOBS = {
   workerProcesses: 1,
   'SCHED_CLAIM_BATCH_SIZE (default)': 2000,
   'SCHED_CLAIM_CONCURRENCY (default)': 2,
-  'SCHED_WORKER_CONCURRENCY (default)': 256,
+  'SCHED_WORKER_CONCURRENCY (default)': 1024,
   'SCHED_DISPATCH_ON_CREATE (default)': 'on',
   'SCHED_WORKER_DB_BATCH_MAX (default)': 500,
   'session timeouts (default)': '6 s',
