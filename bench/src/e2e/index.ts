@@ -20,6 +20,7 @@ import type { SystemFactory, SystemName } from './systems/system.js';
 import { burst } from './workloads/burst.js';
 import { delayed } from './workloads/delayed.js';
 import { drain } from './workloads/drain.js';
+import { warmUp } from './workloads/warm-up.js';
 import { ingest } from './workloads/ingest.js';
 import { pending } from './workloads/pending.js';
 import { recovery } from './workloads/recovery.js';
@@ -38,6 +39,7 @@ function describePlan(plan: Plan, workloads: WorkloadName[]): string {
   const d = plan.delayed;
   const lines = [
     `plan (${plan.mode}): ${plan.reps} repetition(s) per workload unless noted; a fresh session (queue, processes; for ours schema and topics) per workload, and per repetition for delayed and burst`,
+    `  warm-up: before its first workload, ${plan.warmUp.jobs} jobs due over ${plan.warmUp.spanMs / 1000} s through each system, unmeasured`,
   ];
   if (workloads.includes('delayed'))
     lines.push(
@@ -107,6 +109,11 @@ export async function runE2e(argv: readonly string[]): Promise<SuiteOutcome> {
         const d = await f.describe();
         Object.assign(versions, d.versions);
         knobs[system] = d.knobs;
+        try {
+          say(`${system} / ${await warmUp(f, hub, plan.warmUp)}`);
+        } catch (err) {
+          say(`${system} / warm-up FAILED (the workloads run regardless): ${(err as Error).message}`);
+        }
         for (const w of RUN_ORDER.filter((x) => opts.workloads.includes(x))) {
           say(`${system} / ${w}`);
           const t = Date.now();

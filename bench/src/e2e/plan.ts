@@ -1,3 +1,5 @@
+import type { WarmUp } from './workloads/warm-up.js';
+
 /**
  * Workload sizes and the repetition plan. `full` follows the issue (100,000-job delayed and burst
  * sets, 200,000-job ingest, ≥ 60 s drain, 1M pending) within a 45-minute budget; `quick` is the
@@ -11,6 +13,8 @@ export interface Plan {
    * runs one). Together they bound the whole run: the full plan's sum is its 45-minute budget.
    */
   budgetS: Record<'delayed' | 'burst' | 'ingest' | 'drain' | 'pending' | 'recovery', number>;
+  /** Run through each system before its first workload, unmeasured (see workloads/warm-up.ts). */
+  warmUp: WarmUp;
   delayed: {
     jobs: number;
     windowMs: number;
@@ -75,6 +79,7 @@ export const FULL: Plan = {
   mode: 'full',
   reps: 3,
   budgetS: { delayed: 360, burst: 100, ingest: 90, drain: 170, pending: 150, recovery: 220 },
+  warmUp: { jobs: 100_000, spanMs: 10_000, leadMs: 5_000, capMs: 90_000 },
   delayed: {
     jobs: 100_000,
     windowMs: 100_000,
@@ -128,6 +133,7 @@ export const QUICK: Plan = {
   mode: 'quick',
   reps: 1,
   budgetS: { delayed: 25, burst: 25, ingest: 15, drain: 30, pending: 20, recovery: 40 },
+  warmUp: { jobs: 2_000, spanMs: 1_000, leadMs: 2_000, capMs: 10_000 },
   delayed: {
     jobs: 6_000,
     windowMs: 6_000,
