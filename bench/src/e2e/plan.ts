@@ -13,7 +13,10 @@ export interface Plan {
    * runs one). Together they bound the whole run: the full plan's sum is its 45-minute budget.
    */
   budgetS: Record<'delayed' | 'burst' | 'ingest' | 'drain' | 'pending' | 'recovery', number>;
-  /** Run through each system before its first workload, unmeasured (see workloads/warm-up.ts). */
+  /**
+   * Run through each system before its first workload, unmeasured (see workloads/warm-up.ts); it
+   * is outside the budgets above (20–50 s a system on this machine's hosts).
+   */
   warmUp: WarmUp;
   delayed: {
     jobs: number;
