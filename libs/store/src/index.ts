@@ -19,15 +19,16 @@ export {
   jobClaimDueDispatch,
   jobReconcileDue,
   jobReconcileDueDispatch,
-  outboxInsert,
-  leaseReap,
-  jobLoadWindow,
-  pruneOlderThan,
 } from './job-claim.js';
-export type { ClaimedJob, OutboxRow, ReapedJob, OwnedPartition } from './job-claim.js';
+export type { ClaimedJob, OwnedPartition } from './job-claim.js';
+export { outboxInsert } from './outbox.js';
+export type { OutboxRow } from './outbox.js';
+export { leaseReap } from './lease-reap.js';
+export type { ReapedJob } from './lease-reap.js';
+export { jobLoadWindow } from './job-window.js';
 export { DISPATCH_SQL_FIELDS } from './dispatch-record.js';
 export type { DispatchedJob } from './dispatch-record.js';
-export { pruneFinishedJobs } from './retention.js';
+export { pruneFinishedJobs, pruneOlderThan } from './retention.js';
 export {
   leaseAcquire,
   leaseAcquireMany,

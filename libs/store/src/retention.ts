@@ -31,3 +31,21 @@ export async function pruneFinishedJobs(
   });
   return (res.rows[0] as { n: number } | undefined)?.n ?? 0;
 }
+
+/** outbox_prune / command_applied_prune: delete rows older than the retention, in bounded batches. */
+export async function pruneOlderThan(
+  pool: pg.Pool,
+  table: 'outbox' | 'command_applied',
+  retentionMs: number,
+  batch = 10_000,
+): Promise<number> {
+  // The outbox has no key (migration 007): its rows are deleted by ctid, found by the age index.
+  const col = table === 'outbox' ? 'created_at' : 'applied_at';
+  const key = table === 'outbox' ? 'ctid' : 'command_id';
+  const res = await pool.query(
+    `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
+       SELECT ${key} FROM ${table} WHERE ${col} < now() - $1 * interval '1 millisecond' LIMIT $2))`,
+    [retentionMs, batch],
+  );
+  return res.rowCount ?? 0;
+}

@@ -1,0 +1,51 @@
+import type pg from 'pg';
+import { FENCE_CTE } from './fencing.js';
+
+/** One row of the transactional outbox, as the scheduler's own Node code writes it. */
+export interface OutboxRow {
+  id: string;
+  /** `dispatch.<queue>` or `events`: Debezium routes to `sched.<aggregatetype>`. */
+  aggregateType: string;
+  aggregateId: string;
+  type: string;
+  payload: Buffer;
+  jobId: string | null;
+  version: number | null;
+  attempt: number | null;
+  tenantId: string | null;
+}
+
+/** The outbox rows as the nine column arrays both inserts unnest, in their column order. */
+function outboxColumns(rows: readonly OutboxRow[]): unknown[][] {
+  return [
+    rows.map((r) => r.id),
+    rows.map((r) => r.aggregateType),
+    rows.map((r) => r.aggregateId),
+    rows.map((r) => r.type),
+    rows.map((r) => r.payload),
+    rows.map((r) => r.jobId),
+    rows.map((r) => r.version),
+    rows.map((r) => r.attempt),
+    rows.map((r) => r.tenantId),
+  ];
+}
+
+/** outbox_insert: appends outbox rows in the caller's transaction, fenced by the partition epoch. */
+export async function outboxInsert(
+  client: pg.ClientBase,
+  partition: number,
+  epoch: number,
+  rows: OutboxRow[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const res = await client.query({
+    name: 'outbox_insert',
+    text: `WITH ${FENCE_CTE}
+     INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
+     SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, $2, o.tenant_id
+     FROM fence, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::int[], $10::int[], $11::text[])
+       AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id)`,
+    values: [partition, epoch, ...outboxColumns(rows)],
+  });
+  return res.rowCount ?? 0;
+}
