@@ -20,10 +20,10 @@ import type { SystemFactory, SystemName } from './systems/system.js';
 import { burst } from './workloads/burst.js';
 import { delayed } from './workloads/delayed.js';
 import { drain } from './workloads/drain.js';
-import { warmUp } from './workloads/warm-up.js';
 import { ingest } from './workloads/ingest.js';
 import { pending } from './workloads/pending.js';
 import { recovery } from './workloads/recovery.js';
+import { warmUp } from './workloads/warm-up.js';
 import type { Workload, WorkloadName, WorkloadRun } from './workloads/workload.js';
 
 export { USAGE } from './options.js';
