@@ -25,6 +25,22 @@ export function silentLogger(): Logger {
 }
 
 /**
+ * A logger that keeps its last `keep` lines (JSON) in `lines` instead of writing them anywhere:
+ * for test processes, whose clients' warnings are printed only when a test fails.
+ */
+export function recordingLogger(lines: string[], level = 'warn', keep = 200): Logger {
+  return pino(
+    { level, timestamp: pino.stdTimeFunctions.isoTime },
+    {
+      write(line: string) {
+        lines.push(line.trimEnd());
+        if (lines.length > keep) lines.splice(0, lines.length - keep);
+      },
+    },
+  );
+}
+
+/**
  * Lets one line through per `everyMs` for each key and counts the rest, so a flood (bad input at
  * line rate, an overloaded loop) costs a counter increment per event instead of a synchronous
  * write: pino writes to stdout synchronously, and a pipe write is a system call. `take` returns

@@ -13,7 +13,7 @@ import {
   type KafkaPort,
   type MessageProducer,
 } from '@sched/kafka';
-import { silentLogger } from '@sched/logging';
+import { recordingLogger } from '@sched/logging';
 import { endpoints, uniqueName } from './isolation.js';
 
 let sharedContracts: Contracts | null = null;
@@ -27,11 +27,19 @@ export async function contracts(): Promise<Contracts> {
   return sharedContracts;
 }
 
+/** Warnings and errors of the test process's own Kafka clients (the last 200), for failure reports. */
+const clientWarnings: string[] = [];
+const clientLogger = recordingLogger(clientWarnings);
+
+export function kafkaClientWarnings(): readonly string[] {
+  return clientWarnings;
+}
+
 export function kafka(): KafkaPort {
   return kafkajsPort({
     clientId: uniqueName('test'),
     brokers: endpoints().kafkaBrokers,
-    logger: silentLogger(),
+    logger: clientLogger,
   });
 }
 

@@ -1,5 +1,6 @@
 import { isolatedSchema, uniqueName, type IsolatedSchema } from './isolation.js';
-import { Collector, CommandProducer, ensureTopics } from './kafka.js';
+import { stackStatus } from '@sched/local-stack';
+import { Collector, CommandProducer, ensureTopics, kafkaClientWarnings } from './kafka.js';
 import { startApp, startScheduler, type SchedulerProcess } from './app-process.js';
 
 /**
@@ -98,6 +99,52 @@ export class Scenario {
       'SELECT job_id, state FROM job',
     );
     return new Map(rows.map((r) => [r.job_id, r.state]));
+  }
+
+  /**
+   * What a failing test needs to say where the path stopped: job states and outbox rows in this
+   * scenario's schema, the stack's health, what the collector got, warnings of the test's own Kafka
+   * clients and the tail of every app process's log.
+   */
+  async diagnose(): Promise<string> {
+    const part = async (title: string, f: () => Promise<string>) =>
+      `--- ${title}\n${await f().catch((err: unknown) => `(could not read: ${String(err)})`)}`;
+    const parts = await Promise.all([
+      part('job states', async () => {
+        const { rows } = await this.db.pool.query<{ state: string; n: string }>(
+          'SELECT state, count(*) AS n FROM job GROUP BY state ORDER BY state',
+        );
+        return rows.map((r) => `${r.state} ${r.n}`).join(', ') || 'no jobs';
+      }),
+      part('outbox rows', async () => {
+        const { rows } = await this.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
+        return rows[0]!.n;
+      }),
+      part('stack', async () => {
+        const st = await stackStatus({ say: () => undefined });
+        return st.services.map((x) => `${x.name} ${x.healthy ? 'healthy' : 'DOWN'}: ${x.detail}`).join('\n');
+      }),
+      part(
+        'collector',
+        async () => `decoded ${this.collector.seen.length}, raw ${this.collector.raw.length}`,
+      ),
+      part('test Kafka clients (warn+)', async () => kafkaClientWarnings().slice(-30).join('\n') || 'none'),
+    ]);
+    const apps = [...this.schedulers, ...this.workers].map(
+      (p, i) =>
+        `--- ${i < this.schedulers.length ? 'scheduler' : 'worker'} pid ${p.pid} (exit ${p.child.exitCode ?? 'running'}), last lines\n${p.output().split('\n').slice(-40).join('\n')}`,
+    );
+    return [...parts, ...apps].join('\n');
+  }
+
+  /** Runs `f`; when it throws, prints `diagnose()` before rethrowing. */
+  async explained<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (err) {
+      console.error(`${String(err)}\n${await this.diagnose()}`);
+      throw err;
+    }
   }
 
   async close(): Promise<void> {
