@@ -180,6 +180,10 @@ class KafkajsGroupConsumer implements GroupConsumer {
   private readonly pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
   private commitTimer: NodeJS.Timeout | undefined;
   private commitInFlight: Promise<void> = Promise.resolve();
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartAttempts = 0;
+  private restartCount = 0;
+  private readonly heartbeatMs: number;
 
   constructor(
     kafka: Kafka,
@@ -187,10 +191,11 @@ class KafkajsGroupConsumer implements GroupConsumer {
     private readonly handlers: GroupConsumerHandlers,
     private readonly log: Logger,
   ) {
+    this.heartbeatMs = opts.heartbeatIntervalMs ?? 3_000;
     this.consumer = kafka.consumer({
       groupId: opts.groupId,
       sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
-      heartbeatInterval: opts.heartbeatIntervalMs ?? 3_000,
+      heartbeatInterval: this.heartbeatMs,
       rebalanceTimeout: opts.rebalanceTimeoutMs ?? 60_000,
       maxWaitTimeInMs: opts.maxWaitTimeMs ?? 100,
       minBytes: opts.minBytes ?? 1,
@@ -204,6 +209,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
     });
     this.consumer.on(GROUP_JOIN, (e) => {
       this.rebalancing = false;
+      this.restartAttempts = 0;
       const next = new Map<string, number[]>();
       for (const [topic, parts] of Object.entries(e.payload.memberAssignment))
         next.set(
@@ -218,6 +224,9 @@ class KafkajsGroupConsumer implements GroupConsumer {
         'consumer crashed; releasing partitions',
       );
       this.chain(() => this.applyAssignment(new Map()));
+      // kafkajs gives up for good on an error it deems not retriable (a TypeError from a handler or
+      // from its own fetch path, say): the process would live on consuming nothing. Start it again.
+      if (!e.payload.restart && this.running) this.restartLater(e.payload.error);
     });
     this.consumer.on(STOP, () => {
       this.chain(() => this.applyAssignment(new Map()));
@@ -228,6 +237,10 @@ class KafkajsGroupConsumer implements GroupConsumer {
     return new Map(this.owned);
   }
 
+  restarts(): number {
+    return this.restartCount;
+  }
+
   async start(): Promise<void> {
     this.running = true;
     await this.consumer.connect();
@@ -235,6 +248,10 @@ class KafkajsGroupConsumer implements GroupConsumer {
       topics: this.opts.topics,
       fromBeginning: this.opts.fromBeginning ?? true,
     });
+    await this.run();
+  }
+
+  private async run(): Promise<void> {
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -243,8 +260,30 @@ class KafkajsGroupConsumer implements GroupConsumer {
     });
   }
 
+  /**
+   * Runs the consumer again after kafkajs stopped it for good: 0.5 s, then doubling to 30 s while
+   * the attempts fail; a successful join resets the delay. kafkajs has disconnected it and keeps the
+   * subscription, so connect + run rejoins the group and resumes from the committed offsets.
+   */
+  private restartLater(cause: unknown): void {
+    const delayMs = Math.min(30_000, 500 * 2 ** this.restartAttempts++);
+    this.log.error({ err: cause, delayMs }, 'consumer stopped by an error it does not retry; restarting it');
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => {
+      if (!this.running) return;
+      this.restartCount++;
+      this.consumer
+        .connect()
+        .then(() => this.run())
+        .catch((err: unknown) => {
+          if (this.running) this.restartLater(err);
+        });
+    }, delayMs);
+  }
+
   async stop(): Promise<void> {
     this.running = false;
+    clearTimeout(this.restartTimer);
     await this.flushCommits();
     await this.consumer.disconnect();
     await this.transition;
@@ -284,15 +323,27 @@ class KafkajsGroupConsumer implements GroupConsumer {
       headers: normaliseHeaders(m.headers),
       timestampMs: Number(m.timestamp),
     }));
-    // No heartbeat timer here: kafkajs 2 keeps heartbeating while a batch is handled (its fetchers run
-    // beside the handler), so a batch longer than the session keeps the membership (kafka-commits test).
-    await this.handlers.onBatch(
-      { topic: batch.topic, partition: batch.partition, messages },
-      {
-        heartbeat: () => payload.heartbeat(),
-        isStale: () => this.rebalancing || !this.running || payload.isStale() || !payload.isRunning(),
-      },
-    );
+    // kafkajs heartbeats only between batches: a handler that runs longer than the session would be
+    // dropped from the group, its offset commit refused (UNKNOWN_MEMBER_ID, which kafkajs does not
+    // retry) and the batch delivered again. So heartbeat on a timer while the handler runs (kafkajs
+    // sends at most one per heartbeat interval); a refused one means a rebalance: finish quickly.
+    const beat = setInterval(() => {
+      payload.heartbeat().catch((err: unknown) => {
+        this.rebalancing = true;
+        this.log.debug({ err }, 'heartbeat during a batch refused');
+      });
+    }, this.heartbeatMs);
+    try {
+      await this.handlers.onBatch(
+        { topic: batch.topic, partition: batch.partition, messages },
+        {
+          heartbeat: () => payload.heartbeat(),
+          isStale: () => this.rebalancing || !this.running || payload.isStale() || !payload.isRunning(),
+        },
+      );
+    } finally {
+      clearInterval(beat);
+    }
     const last = batch.messages[batch.messages.length - 1]!.offset;
     payload.resolveOffset(last);
     const next = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() };

@@ -88,6 +88,11 @@ export interface GroupConsumer {
   stop(): Promise<void>;
   /** Partitions currently assigned, per topic. */
   assignment(): Map<string, number[]>;
+  /**
+   * Times the consumer was started again after its client gave up on an error it does not retry (a
+   * handler's TypeError, say): it is restarted with backoff rather than left consuming nothing.
+   */
+  restarts(): number;
 }
 
 export interface TopicSpec {

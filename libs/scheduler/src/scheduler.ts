@@ -139,6 +139,8 @@ export class Scheduler {
         },
       },
     );
+    const consumer = this.consumer;
+    this.d.metrics.setConsumerRestartSource(() => consumer.restarts());
     await this.consumer.start();
     this.every(c.reconcileEveryMs, () => this.reconcileOnce());
     this.every(c.reapEveryMs, () => this.reapOnce());

@@ -1,10 +1,22 @@
-import { counter, createRegistry, histogram } from '@sched/metrics';
+import { counter, createRegistry, gauge, histogram } from '@sched/metrics';
 
 /** Every metric a worker exports. */
 export function createWorkerMetrics(workerId: string) {
   const registry = createRegistry({ component: 'worker', worker: workerId });
+  let consumerRestarts: () => number = () => 0;
   return {
     registry,
+    /** Where `sched_worker_consumer_restarts` is read at each scrape. */
+    setConsumerRestartSource(source: () => number): void {
+      consumerRestarts = source;
+    },
+    consumerRestarts: gauge(
+      registry,
+      'sched_worker_consumer_restarts',
+      'times the dispatch consumer was started again after an error its Kafka client does not retry (read at scrape)',
+      [],
+      (g) => g.set(consumerRestarts()),
+    ),
     queueWait: histogram(
       registry,
       'sched_worker_queue_wait_seconds',

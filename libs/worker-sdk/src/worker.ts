@@ -144,6 +144,8 @@ export class Worker {
         onBatch: (batch) => this.runBatch(batch.messages),
       },
     );
+    const consumer = this.consumer;
+    this.d.metrics.setConsumerRestartSource(() => consumer.restarts());
     await this.consumer.start();
   }
 
