@@ -56,8 +56,11 @@ describe('scheduler across Kafka broker and Kafka Connect restarts', () => {
       (d) => d.record.jobId.startsWith('a-') && d.receivedAtMs - d.record.dueAtMs >= 2_000,
     );
     expect(late.map((d) => `${d.record.jobId} ${d.receivedAtMs - d.record.dueAtMs} ms late`)).toEqual([]);
+    // Exported, whether or not kafkajs gave up on the consumer during the restarts.
+    const restarts = /^sched_consumer_restarts(?:\{[^}]*\})? (\d+)$/m.exec(await s.schedulers[0]!.metrics());
+    expect(restarts).not.toBeNull();
     console.log(
-      `restarts: ${n + after} jobs, ${ids.length - new Set(ids).size} duplicate dispatch records (at-least-once)`,
+      `restarts: ${n + after} jobs, ${ids.length - new Set(ids).size} duplicate dispatch records (at-least-once), consumer restarts ${restarts![1]}`,
     );
   });
 });

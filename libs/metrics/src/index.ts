@@ -42,6 +42,24 @@ export function gauge(
   });
 }
 
+/**
+ * A gauge without labels whose value is read at each scrape from a source another object owns (a
+ * count kept by a client, say), set once that object exists; 0 until then.
+ */
+export function gaugeReadAtScrape(
+  registry: client.Registry,
+  name: string,
+  help: string,
+): { setSource(source: () => number): void } {
+  let source: () => number = () => 0;
+  gauge(registry, name, help, [], (g) => g.set(source()));
+  return {
+    setSource(s: () => number): void {
+      source = s;
+    },
+  };
+}
+
 /** Latency buckets in seconds from 1 ms to 60 s. */
 export const LATENCY_BUCKETS_S = [
   0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,

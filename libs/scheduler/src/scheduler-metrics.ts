@@ -1,22 +1,15 @@
-import { counter, createRegistry, gauge, histogram } from '@sched/metrics';
+import { counter, createRegistry, gauge, gaugeReadAtScrape, histogram } from '@sched/metrics';
 
 /** Every metric the scheduler exports, in one place. */
 export function createSchedulerMetrics(ownerId: string) {
   const registry = createRegistry({ component: 'scheduler', owner: ownerId });
   let wheelSizes: () => Iterable<readonly [partition: number, size: number]> = () => [];
-  let consumerRestarts: () => number = () => 0;
   return {
     registry,
-    /** Where `sched_consumer_restarts` is read at each scrape. */
-    setConsumerRestartSource(source: () => number): void {
-      consumerRestarts = source;
-    },
-    consumerRestarts: gauge(
+    consumerRestarts: gaugeReadAtScrape(
       registry,
       'sched_consumer_restarts',
       'times the command consumer was started again after an error its Kafka client does not retry (read at scrape)',
-      [],
-      (g) => g.set(consumerRestarts()),
     ),
     /** Where `sched_wheel_size` is read at each scrape: the owned partitions and their index sizes. */
     setWheelSizeSource(source: () => Iterable<readonly [partition: number, size: number]>): void {

@@ -140,7 +140,7 @@ export class Scheduler {
       },
     );
     const consumer = this.consumer;
-    this.d.metrics.setConsumerRestartSource(() => consumer.restarts());
+    this.d.metrics.consumerRestarts.setSource(() => consumer.restarts());
     await this.consumer.start();
     this.every(c.reconcileEveryMs, () => this.reconcileOnce());
     this.every(c.reapEveryMs, () => this.reapOnce());

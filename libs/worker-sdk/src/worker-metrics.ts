@@ -1,21 +1,14 @@
-import { counter, createRegistry, gauge, histogram } from '@sched/metrics';
+import { counter, createRegistry, gaugeReadAtScrape, histogram } from '@sched/metrics';
 
 /** Every metric a worker exports. */
 export function createWorkerMetrics(workerId: string) {
   const registry = createRegistry({ component: 'worker', worker: workerId });
-  let consumerRestarts: () => number = () => 0;
   return {
     registry,
-    /** Where `sched_worker_consumer_restarts` is read at each scrape. */
-    setConsumerRestartSource(source: () => number): void {
-      consumerRestarts = source;
-    },
-    consumerRestarts: gauge(
+    consumerRestarts: gaugeReadAtScrape(
       registry,
       'sched_worker_consumer_restarts',
       'times the dispatch consumer was started again after an error its Kafka client does not retry (read at scrape)',
-      [],
-      (g) => g.set(consumerRestarts()),
     ),
     queueWait: histogram(
       registry,

@@ -145,7 +145,7 @@ export class Worker {
       },
     );
     const consumer = this.consumer;
-    this.d.metrics.setConsumerRestartSource(() => consumer.restarts());
+    this.d.metrics.consumerRestarts.setSource(() => consumer.restarts());
     await this.consumer.start();
   }
 

@@ -1,5 +1,5 @@
-import { isolatedSchema, uniqueName, type IsolatedSchema } from './isolation.js';
 import { stackStatus } from '@sched/local-stack';
+import { isolatedSchema, uniqueName, type IsolatedSchema } from './isolation.js';
 import { Collector, CommandProducer, ensureTopics, kafkaClientWarnings } from './kafka.js';
 import { startApp, startScheduler, type SchedulerProcess } from './app-process.js';
 
