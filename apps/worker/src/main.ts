@@ -15,6 +15,7 @@ import { createPool } from '@sched/store';
 import {
   avroWorkerCodec,
   createWorkerMetrics,
+  fairnessFromEnv,
   Worker,
   workerConfig,
   type WorkerOptions,
@@ -39,6 +40,7 @@ const config = workerConfig({
     poisonAfterReplays: { env: 'SCHED_POISON_AFTER_REPLAYS', kind: 'int' },
     lifecycleEvents: { env: 'SCHED_WORKER_LIFECYCLE_EVENTS', kind: 'string' },
   }),
+  ...fairnessFromEnv(env),
 });
 const log = createLogger('worker', { level: env.LOG_LEVEL ?? 'info', bindings: { worker: config.workerId } });
 const databaseUrl = env.DATABASE_URL ?? 'postgres://sched:sched@127.0.0.1:55432/sched';

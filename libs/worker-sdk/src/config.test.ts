@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { workerConfig } from './config.js';
+import { fairnessFromEnv, workerConfig } from './config.js';
 
 describe('workerConfig: commitIntervalMs', () => {
   it('defaults to 200 ms, accepts 0 and refuses a negative value with the fix in the message', () => {
@@ -26,5 +26,47 @@ describe('workerConfig: sessionTimeoutMs', () => {
   it('defaults to 3 s and refuses a non-positive value', () => {
     expect(workerConfig({}).sessionTimeoutMs).toBe(3_000);
     expect(() => workerConfig({ sessionTimeoutMs: 0 })).toThrow(/sessionTimeoutMs/);
+  });
+});
+
+describe('workerConfig: fair admission', () => {
+  it('defaults to weights 7/2/1 and no tenant cap, and names what is wrong', () => {
+    const c = workerConfig({});
+    expect(c.priorityWeights).toEqual([7, 2, 1]);
+    expect(c.tenantConcurrency).toBe(0);
+    expect(c.tenantConcurrencyLimits).toEqual({});
+    expect(() => workerConfig({ priorityWeights: [1, 0, 1] })).toThrow(
+      /priorityWeights must be three positive/,
+    );
+    expect(() => workerConfig({ tenantConcurrency: -1 })).toThrow(
+      /tenantConcurrency must be an integer >= 0/,
+    );
+    expect(() => workerConfig({ tenantConcurrencyLimits: { acme: 2.5 } })).toThrow(
+      /tenantConcurrencyLimits.acme must be an integer >= 0/,
+    );
+  });
+
+  it('reads the fairness variables, and refuses ones that do not parse', () => {
+    expect(
+      fairnessFromEnv({
+        SCHED_WORKER_PRIORITY_WEIGHTS: '5, 3,1',
+        SCHED_WORKER_TENANT_CONCURRENCY: '8',
+        SCHED_WORKER_TENANT_LIMITS: 'acme=50, beta=0,',
+      }),
+    ).toEqual({
+      priorityWeights: [5, 3, 1],
+      tenantConcurrency: 8,
+      tenantConcurrencyLimits: { acme: 50, beta: 0 },
+    });
+    expect(fairnessFromEnv({})).toEqual({});
+    expect(() => fairnessFromEnv({ SCHED_WORKER_PRIORITY_WEIGHTS: '5,3' })).toThrow(
+      /SCHED_WORKER_PRIORITY_WEIGHTS="5,3" must be three positive integers/,
+    );
+    expect(() => fairnessFromEnv({ SCHED_WORKER_TENANT_CONCURRENCY: 'lots' })).toThrow(
+      /SCHED_WORKER_TENANT_CONCURRENCY="lots"/,
+    );
+    expect(() => fairnessFromEnv({ SCHED_WORKER_TENANT_LIMITS: 'acme=5,beta' })).toThrow(
+      /"beta" must be tenant=cap/,
+    );
   });
 });

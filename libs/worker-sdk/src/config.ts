@@ -1,4 +1,10 @@
-import { buildConfig, requireNonEmpty, requireNonNegativeInt, requirePositiveInt } from '@sched/config';
+import {
+  buildConfig,
+  ConfigError,
+  requireNonEmpty,
+  requireNonNegativeInt,
+  requirePositiveInt,
+} from '@sched/config';
 
 export interface WorkerOptions {
   /** Unique per process: the lease owner. */
@@ -22,6 +28,18 @@ export interface WorkerOptions {
    * dispatch backlog outran it); lower it for handlers that must not run that many at once.
    */
   concurrency: number;
+  /**
+   * How executions waiting for a slot are chosen when more are fetched than `concurrency` (and a
+   * queue's own `concurrency`) admit: by priority class with these weights, `[high, normal, low]`
+   * for job priority > 0, = 0, < 0 (under contention the classes start jobs in proportion to their
+   * weights, so the low class always progresses), then round robin over the tenants waiting in
+   * the class, then in arrival order. Default [7, 2, 1].
+   */
+  priorityWeights: readonly [number, number, number];
+  /** Most executions of one tenant in flight at once in this process (0: no cap). Default 0. */
+  tenantConcurrency: number;
+  /** Per-tenant caps that override `tenantConcurrency` (0: no cap for that tenant). */
+  tenantConcurrencyLimits: Readonly<Record<string, number>>;
   /** Most lease starts (and, separately, successful completions) written in one database statement. */
   dbBatchMax: number;
   /**
@@ -68,6 +86,9 @@ export const workerDefaults: WorkerOptions = {
   heartbeatEveryMs: 10_000,
   executionTimeoutMs: 15 * 60_000,
   concurrency: 1024,
+  priorityWeights: [7, 2, 1],
+  tenantConcurrency: 0,
+  tenantConcurrencyLimits: {},
   dbBatchMax: 500,
   completionLingerMs: 25,
   dedupeCapacity: 100_000,
@@ -96,6 +117,17 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'tenantConcurrency', c.tenantConcurrency);
+    if (
+      !Array.isArray(c.priorityWeights) ||
+      c.priorityWeights.length !== 3 ||
+      c.priorityWeights.some((w) => !Number.isSafeInteger(w) || w < 1)
+    )
+      problem(
+        `priorityWeights must be three positive integers [high, normal, low] (got ${String(c.priorityWeights)})`,
+      );
+    for (const [t, n] of Object.entries(c.tenantConcurrencyLimits))
+      requireNonNegativeInt(problem, `tenantConcurrencyLimits.${t}`, n);
     requireNonNegativeInt(problem, 'completionLingerMs', c.completionLingerMs);
     if (c.completionLingerMs * 2 > c.heartbeatEveryMs)
       problem('completionLingerMs must be at most half of heartbeatEveryMs');
@@ -104,4 +136,49 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
     if (c.heartbeatEveryMs * 2 > c.leaseTtlMs)
       problem('heartbeatEveryMs must be at most half of leaseTtlMs so one late beat does not lose the lease');
   });
+}
+
+/**
+ * The fairness options from the environment: SCHED_WORKER_PRIORITY_WEIGHTS ("7,2,1"),
+ * SCHED_WORKER_TENANT_CONCURRENCY (an integer), SCHED_WORKER_TENANT_LIMITS ("acme=50,beta=10").
+ * A value that does not parse is a ConfigError naming the variable.
+ */
+export function fairnessFromEnv(
+  env: Record<string, string | undefined>,
+): Partial<Pick<WorkerOptions, 'priorityWeights' | 'tenantConcurrency' | 'tenantConcurrencyLimits'>> {
+  const out: Partial<
+    Pick<WorkerOptions, 'priorityWeights' | 'tenantConcurrency' | 'tenantConcurrencyLimits'>
+  > = {};
+  const problems: string[] = [];
+  const int = (s: string) => (/^\d+$/.test(s.trim()) ? Number(s.trim()) : NaN);
+  const weights = env.SCHED_WORKER_PRIORITY_WEIGHTS;
+  if (weights) {
+    const w = weights.split(',').map(int);
+    if (w.length !== 3 || w.some((x) => !(x >= 1)))
+      problems.push(
+        `SCHED_WORKER_PRIORITY_WEIGHTS="${weights}" must be three positive integers: high,normal,low`,
+      );
+    else out.priorityWeights = [w[0]!, w[1]!, w[2]!];
+  }
+  const cap = env.SCHED_WORKER_TENANT_CONCURRENCY;
+  if (cap) {
+    const n = int(cap);
+    if (Number.isNaN(n)) problems.push(`SCHED_WORKER_TENANT_CONCURRENCY="${cap}" is not an integer >= 0`);
+    else out.tenantConcurrency = n;
+  }
+  const limits = env.SCHED_WORKER_TENANT_LIMITS;
+  if (limits) {
+    const parsed: Record<string, number> = {};
+    for (const part of limits.split(',').filter((p) => p.trim() !== '')) {
+      const eq = part.lastIndexOf('=');
+      const tenant = eq > 0 ? part.slice(0, eq).trim() : '';
+      const n = eq > 0 ? int(part.slice(eq + 1)) : NaN;
+      if (!tenant || Number.isNaN(n))
+        problems.push(`SCHED_WORKER_TENANT_LIMITS: "${part}" must be tenant=cap with cap an integer >= 0`);
+      else parsed[tenant] = n;
+    }
+    out.tenantConcurrencyLimits = parsed;
+  }
+  if (problems.length > 0) throw new ConfigError('worker', problems);
+  return out;
 }

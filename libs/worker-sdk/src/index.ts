@@ -1,7 +1,9 @@
 export { Worker } from './worker.js';
 export { fingerprint } from './completions.js';
 export type { WorkerDeps } from './worker.js';
-export { workerConfig, workerDefaults } from './config.js';
+export { fairnessFromEnv, workerConfig, workerDefaults } from './config.js';
+export { FairSlots, priorityClass, PRIORITY_CLASSES } from './fair-slots.js';
+export type { FairSlotsOptions, PriorityClass } from './fair-slots.js';
 export type { WorkerConfig, WorkerOptions } from './config.js';
 export { createWorkerMetrics } from './worker-metrics.js';
 export type { WorkerMetrics } from './worker-metrics.js';

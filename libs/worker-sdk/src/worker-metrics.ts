@@ -1,10 +1,34 @@
-import { counter, createRegistry, gaugeReadAtScrape, histogram } from '@sched/metrics';
+import { counter, createRegistry, gauge, gaugeReadAtScrape, histogram } from '@sched/metrics';
+import { PRIORITY_CLASSES } from './fair-slots.js';
 
 /** Every metric a worker exports. */
 export function createWorkerMetrics(workerId: string) {
   const registry = createRegistry({ component: 'worker', worker: workerId });
+  let waitingSource: () => readonly number[] = () => [0, 0, 0];
+  gauge(
+    registry,
+    'sched_worker_waiting_for_slot',
+    'fetched executions waiting for an execution slot, by priority class (read at scrape)',
+    ['class'],
+    (g) => {
+      const w = waitingSource();
+      PRIORITY_CLASSES.forEach((c, i) => g.set({ class: c }, w[i] ?? 0));
+    },
+  );
   return {
     registry,
+    /** Where `sched_worker_waiting_for_slot` reads its values, per class `[high, normal, low]`. */
+    waitingForSlot: {
+      setSource(source: () => readonly number[]): void {
+        waitingSource = source;
+      },
+    },
+    tenantCapped: counter(
+      registry,
+      'sched_worker_tenant_capped_total',
+      'executions that waited because their tenant held its cap of slots (tenantConcurrency)',
+      ['tenant'],
+    ),
     consumerRestarts: gaugeReadAtScrape(
       registry,
       'sched_worker_consumer_restarts',
