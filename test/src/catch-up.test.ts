@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createJob, sleep } from './support/kafka.js';
+import { createJob, sleep, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 describe('catch-up after an outage: bounded, rate-limited, priorities first, live work on time', () => {
   let s: Scenario;
   beforeAll(async () => {
     s = await Scenario.create('catch', 2);
+    await s.db.pool.query("INSERT INTO tenant (tenant_id) VALUES ('other')");
   });
   afterAll(async () => {
     await s?.close();
@@ -23,7 +24,9 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
     const due = Date.now() + 10_000;
     await s.producer.send(
       Array.from({ length: n }, (_, i) =>
-        createJob(`bk-${i}`, s.queue, due + (i % 100), { priority: i < 100 ? 10 : 0 }),
+        Object.assign(createJob(`bk-${i}`, s.queue, due + (i % 100), { priority: i < 100 ? 10 : 0 }), {
+          tenantId: i % 4 === 0 ? 'other' : 'default',
+        }),
       ),
     );
     const t0 = Date.now();
@@ -37,10 +40,31 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
     await sleep(Math.max(0, due + 3_000 - Date.now()));
     const rate = 300;
     const restartedAt = Date.now();
-    await s.startScheduler({ ...env, SCHED_CATCH_UP_RATE_PER_SEC: String(rate) });
+    const b = await s.startScheduler({
+      ...env,
+      SCHED_CATCH_UP_RATE_PER_SEC: String(rate),
+      SCHED_TENANT_BACKLOG_EVERY_MS: '200',
+    });
     const liveDue = Date.now() + 4_000;
     await s.producer.send([createJob('live-1', s.queue, liveDue)]);
+    // The backlog per tenant while it drains: both tenants' shares seen, then nothing once drained.
+    const perTenant: { other: number; default: number }[] = [];
+    while (s.collector.seen.length < n + 1 && Date.now() - restartedAt < 60_000) {
+      perTenant.push({
+        other: await b.metric('sched_overdue_jobs_by_tenant', { tenant: 'other' }),
+        default: await b.metric('sched_overdue_jobs_by_tenant', { tenant: 'default' }),
+      });
+      await sleep(250);
+    }
     await s.collector.waitFor(() => s.collector.seen.length >= n + 1, 60_000, 'backlog + live job');
+    expect(perTenant.some((p) => p.other > 0 && p.default > p.other)).toBe(true);
+    expect(Math.max(...perTenant.map((p) => p.other))).toBeLessThanOrEqual(n / 4);
+    await until('the per-tenant backlog gauge empties', 10_000, async () => {
+      const left =
+        (await b.metric('sched_overdue_jobs_by_tenant', { tenant: 'other' })) +
+        (await b.metric('sched_overdue_jobs_by_tenant', { tenant: 'default' }));
+      return left === 0;
+    });
 
     const backlog = s.collector.seen.filter((d) => d.record.jobId.startsWith('bk-')).map((d) => d.record);
     expect(new Set(backlog.map((r) => r.jobId)).size).toBe(n);

@@ -24,6 +24,11 @@ export interface SchedulerOptions {
   reconcileEveryMs: number;
   /** The reconciler leaves jobs due less than this long ago to the wheel. */
   reconcileGraceMs: number;
+  /**
+   * How often the overdue backlog is also counted per tenant (`sched_overdue_jobs_by_tenant`);
+   * 0: never. Only while there is a backlog: the count reads each overdue row, so not every round.
+   */
+  tenantBacklogEveryMs: number;
   reapEveryMs: number;
   /** Clock-skew margin added to lease expiry before reaping. */
   reapSkewMarginMs: number;
@@ -105,6 +110,7 @@ export const schedulerDefaults: SchedulerOptions = {
   dispatchLeaseMs: 5 * 60_000,
   reconcileEveryMs: 2_000,
   reconcileGraceMs: 2_000,
+  tenantBacklogEveryMs: 30_000,
   reapEveryMs: 1_000,
   reapSkewMarginMs: 2_000,
   maxPayloadBytes: 256 * 1024,
@@ -161,6 +167,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
+    requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
     if (c.minRoundGapMs > 100) problem('minRoundGapMs above 100 ms delays every job that much; use ≤ 100');
     requireNonNegativeInt(problem, 'finishedJobRetentionMs', c.finishedJobRetentionMs);
     if (c.horizonExtendEveryMs >= c.horizonMs)
@@ -186,6 +193,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   reapEveryMs: { env: 'SCHED_REAP_EVERY_MS', kind: 'int' },
   reapSkewMarginMs: { env: 'SCHED_REAP_SKEW_MARGIN_MS', kind: 'int' },
   reconcileGraceMs: { env: 'SCHED_RECONCILE_GRACE_MS', kind: 'int' },
+  tenantBacklogEveryMs: { env: 'SCHED_TENANT_BACKLOG_EVERY_MS', kind: 'int' },
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },

@@ -31,6 +31,12 @@ export function createSchedulerMetrics(ownerId: string) {
       'SCHEDULED jobs due more than the grace ago, per partition',
       ['partition'],
     ),
+    overdueByTenant: gauge(
+      registry,
+      'sched_overdue_jobs_by_tenant',
+      'SCHEDULED jobs due more than the grace ago in the partitions this process owns, per tenant (counted every tenantBacklogEveryMs while there is a backlog)',
+      ['tenant'],
+    ),
     commandsApplied: counter(registry, 'sched_commands_applied_total', 'commands applied', ['type']),
     commandsDuplicate: counter(
       registry,
