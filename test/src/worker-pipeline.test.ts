@@ -56,6 +56,34 @@ describe('workers: batches end at durable starts, executions are bounded per pro
     expect(most).toBeGreaterThanOrEqual(1);
   });
 
+  it("a queue's start rate spreads a burst of due jobs out", async () => {
+    s = await Scenario.create('wrate', 2);
+    await s.startScheduler();
+    const rate = 10;
+    const worker = await s.startWorker({ TEST_QUEUE_RATE: String(rate) });
+    const ids = Array.from({ length: 30 }, (_, i) => `rt-${i}`);
+    await s.producer.send(ids.map((id) => createJob(id, s!.queue, Date.now() + 1_000)));
+    await until('all finished', 60_000, async () => {
+      const ex = await s!.executions();
+      return ids.every((id) => ex.some((e) => e.job_id === id && e.outcome === 'finished'));
+    });
+    const starts = (await s.executions())
+      .filter((e) => e.outcome === 'started')
+      .map((e) => e.started_ms)
+      .sort((a, b) => a - b);
+    expect(starts).toHaveLength(ids.length);
+    // 30 jobs due together at 10 a second: ~2.9 s from first to last start, never more than 10 (+1
+    // for timer jitter at a window's edge) in any one second.
+    let most = 0;
+    for (let i = 0, j = 0; i < starts.length; i++) {
+      while (starts[i]! - starts[j]! >= 1_000) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    expect(most).toBeLessThanOrEqual(rate + 1);
+    expect(starts[starts.length - 1]! - starts[0]!).toBeGreaterThanOrEqual(2_500);
+    expect(await worker.metric('sched_worker_rate_limited_total')).toBeGreaterThan(0);
+  });
+
   it("a handler's slot is free once it returns, while its completion still waits for the database", async () => {
     s = await Scenario.create('wslot', 1);
     await s.startScheduler();

@@ -29,4 +29,20 @@ describe('handler options', () => {
     expect(() => idleWorker().handle('q', async () => undefined, { concurrency: 3 })).not.toThrow();
     expect(() => idleWorker().handle('q', async () => undefined)).not.toThrow();
   });
+
+  it('refuses a start rate or burst that admits nobody, and a burst without a rate', () => {
+    const h = async () => undefined;
+    for (const opts of [
+      { ratePerSec: 0 },
+      { ratePerSec: -2 },
+      { ratePerSec: Infinity },
+      { ratePerSec: 5, rateBurst: 0 },
+      { rateBurst: 3 },
+    ])
+      expect(() => idleWorker().handle('q', h, opts), JSON.stringify(opts)).toThrow(
+        expect.objectContaining({ code: 'SCHED_E_BAD_OPTION' }),
+      );
+    expect(() => idleWorker().handle('q', h, { ratePerSec: 0.5 })).not.toThrow();
+    expect(() => idleWorker().handle('q', h, { ratePerSec: 50, rateBurst: 10 })).not.toThrow();
+  });
 });

@@ -51,6 +51,13 @@ export interface HandlerOptions {
    * so many); the worker's own `concurrency` bounds all queues together. Default: no queue limit.
    */
   concurrency?: number;
+  /**
+   * Most executions of this queue started per second in this process (a downstream API with a rate
+   * limit): a burst of due jobs is spread out rather than sent at once. Default: no limit.
+   */
+  ratePerSec?: number;
+  /** With `ratePerSec`: how many may start at once before the rate applies. Default 1. */
+  rateBurst?: number;
   /** Retry policy for this queue (per-job `retryPolicy` overrides it). */
   retryPolicy?: PolicyLayer;
   /** Execution timeout when the job does not carry one. */

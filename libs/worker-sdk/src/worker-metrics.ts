@@ -29,6 +29,12 @@ export function createWorkerMetrics(workerId: string) {
       'executions that waited because their tenant held its cap of slots (tenantConcurrency)',
       ['tenant'],
     ),
+    rateLimited: counter(
+      registry,
+      'sched_worker_rate_limited_total',
+      "executions that waited for their queue's start rate (ratePerSec)",
+      ['queue'],
+    ),
     consumerRestarts: gaugeReadAtScrape(
       registry,
       'sched_worker_consumer_restarts',

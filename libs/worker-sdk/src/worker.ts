@@ -16,6 +16,7 @@ import { DedupeSet } from './dedupe-set.js';
 import { ExecutionContext, type ExecutionDeps } from './execution-context.js';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
 import { FairSlots, priorityClass } from './fair-slots.js';
+import { RateGate } from './rate-gate.js';
 import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -47,6 +48,8 @@ interface HandlerEntry {
   policy: RetryPolicy;
   /** The queue's own bound on executions in flight, when its handler sets `concurrency`. */
   slots: FairSlots | null;
+  /** The queue's start rate, when its handler sets `ratePerSec`. */
+  rate: RateGate | null;
 }
 
 /**
@@ -125,12 +128,31 @@ export class Worker {
           code: 'SCHED_E_BAD_OPTION',
         },
       );
+    const { ratePerSec, rateBurst } = options;
+    if (ratePerSec !== undefined && !(ratePerSec > 0 && Number.isFinite(ratePerSec)))
+      throw Object.assign(
+        new Error(`handler for ${queue}: ratePerSec must be a positive number, got ${ratePerSec}`),
+        {
+          code: 'SCHED_E_BAD_OPTION',
+        },
+      );
+    if (
+      rateBurst !== undefined &&
+      (ratePerSec === undefined || !Number.isInteger(rateBurst) || rateBurst < 1)
+    )
+      throw Object.assign(
+        new Error(
+          `handler for ${queue}: rateBurst must be a positive integer, with ratePerSec, got ${rateBurst}`,
+        ),
+        { code: 'SCHED_E_BAD_OPTION' },
+      );
     this.handlers.set(queue, {
       handler,
       options,
       policy: resolvePolicy(options.retryPolicy),
       slots:
         limit === undefined ? null : new FairSlots({ size: limit, weights: this.d.config.priorityWeights }),
+      rate: ratePerSec === undefined ? null : new RateGate(ratePerSec, rateBurst ?? 1),
     });
     return this;
   }
@@ -219,6 +241,7 @@ export class Worker {
       };
       const cls = priorityClass(rec.priority);
       const run: Promise<void> = (entry.slots ? entry.slots.acquire(rec.tenantId, cls) : Promise.resolve())
+        .then(() => this.startWhenRateAllows(rec.queue, entry.rate))
         .then(() => this.slots.acquire(rec.tenantId, cls))
         .then(() => {
           held = true;
@@ -242,6 +265,17 @@ export class Worker {
       this.inFlight.add(run);
     }
     await Promise.all(starts);
+  }
+
+  /**
+   * Waits for the queue's next start time under its rate (booked in admission order), holding the
+   * queue's own slot if it has one but not a process slot.
+   */
+  private async startWhenRateAllows(queue: string, rate: RateGate | null): Promise<void> {
+    const waitMs = rate?.reserve() ?? 0;
+    if (waitMs <= 0) return;
+    this.d.metrics.rateLimited.inc({ queue });
+    await new Promise((r) => setTimeout(r, waitMs));
   }
 
   /** Decodes a record and finds its handler; null when it is skipped (undecodable, no handler, duplicate). */
