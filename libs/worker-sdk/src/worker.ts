@@ -73,6 +73,8 @@ export class Worker {
    * by priority class (weighted), then round robin over tenants, within each tenant's cap.
    */
   private readonly slots: FairSlots;
+  /** Fetched jobs of rate-limited queues booked for a later start, at most `max(1024, concurrency)`. */
+  private readonly rateRoom: Slots;
   /** Completions waiting to be written (bounded: a slow database holds handlers' slots back). */
   private readonly completing: Slots;
   /** Lease starts of concurrent executions, one statement (one commit) per batch. */
@@ -92,6 +94,7 @@ export class Worker {
       onCapped: (tenant) => d.metrics.tenantCapped.inc({ tenant }),
     });
     d.metrics.waitingForSlot.setSource(() => this.slots.waitingByClass());
+    this.rateRoom = new Slots(Math.max(WAITING_MIN, d.config.concurrency));
     this.completing = new Slots(Math.max(COMPLETIONS_MIN, 4 * d.config.concurrency));
     const c = d.config;
     this.starts = new MicroBatcher(
@@ -217,6 +220,8 @@ export class Worker {
       const accepted = await this.accept(m);
       if (!accepted) continue;
       const { rec, entry } = accepted;
+      // Jobs waiting for their queue's start time count against the same bound.
+      if (entry.rate) await this.rateRoom.acquire();
       let settle!: (err?: unknown) => boolean;
       starts.push(
         new Promise<void>((resolve, reject) => {
@@ -272,10 +277,15 @@ export class Worker {
    * queue's own slot if it has one but not a process slot.
    */
   private async startWhenRateAllows(queue: string, rate: RateGate | null): Promise<void> {
-    const waitMs = rate?.reserve() ?? 0;
-    if (waitMs <= 0) return;
-    this.d.metrics.rateLimited.inc({ queue });
-    await new Promise((r) => setTimeout(r, waitMs));
+    if (!rate) return;
+    try {
+      const waitMs = rate.reserve();
+      if (waitMs <= 0) return;
+      this.d.metrics.rateLimited.inc({ queue });
+      await new Promise((r) => setTimeout(r, waitMs));
+    } finally {
+      this.rateRoom.release();
+    }
   }
 
   /** Decodes a record and finds its handler; null when it is skipped (undecodable, no handler, duplicate). */
