@@ -58,7 +58,10 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
     }
     await s.collector.waitFor(() => s.collector.seen.length >= n + 1, 60_000, 'backlog + live job');
     expect(perTenant.some((p) => p.other > 0 && p.default > p.other)).toBe(true);
-    expect(Math.max(...perTenant.map((p) => p.other))).toBeLessThanOrEqual(n / 4);
+    // `other` has a quarter of the backlog: its count was seen near that, never above it.
+    const peakOther = Math.max(...perTenant.map((p) => p.other));
+    expect(peakOther).toBeLessThanOrEqual(n / 4);
+    expect(peakOther).toBeGreaterThanOrEqual(n / 8);
     await until('the per-tenant backlog gauge empties', 10_000, async () => {
       const left =
         (await b.metric('sched_overdue_jobs_by_tenant', { tenant: 'other' })) +

@@ -105,7 +105,11 @@ describe('workers: fair admission across tenants and priority classes', () => {
     // Weights 7:2 give the eight high jobs about seven of every nine starts from the moment the
     // backlog is fetched; first come would spread them over all 48.
     expect(Math.max(...ranks), `high-priority start ranks ${ranks.join(',')}`).toBeLessThan(20);
-    // Not strict priority: some normal job started before the last high one.
-    expect(order.slice(0, Math.max(...ranks)).some((id) => id.startsWith('normal-'))).toBe(true);
+    // Not strict priority: a normal job started between the second and the last high one (the
+    // first start of all takes a free slot before the backlog is there to choose from).
+    const sorted = [...ranks].sort((a, b) => a - b);
+    expect(order.slice(sorted[1]!, sorted[sorted.length - 1]!).some((id) => id.startsWith('normal-'))).toBe(
+      true,
+    );
   });
 });

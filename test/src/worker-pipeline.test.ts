@@ -72,14 +72,15 @@ describe('workers: batches end at durable starts, executions are bounded per pro
       .map((e) => e.started_ms)
       .sort((a, b) => a - b);
     expect(starts).toHaveLength(ids.length);
-    // 30 jobs due together at 10 a second: ~2.9 s from first to last start, never more than 10 (+1
-    // for timer jitter at a window's edge) in any one second.
+    // 30 jobs due together at 10 a second: ~2.9 s from first to last start, about 10 in any one
+    // second (measured at handler start, after the batched start write: a few of slack for its
+    // jitter; without the gate all 30 start within the same second).
     let most = 0;
     for (let i = 0, j = 0; i < starts.length; i++) {
       while (starts[i]! - starts[j]! >= 1_000) j++;
       most = Math.max(most, i - j + 1);
     }
-    expect(most).toBeLessThanOrEqual(rate + 1);
+    expect(most).toBeLessThanOrEqual(rate + 3);
     expect(starts[starts.length - 1]! - starts[0]!).toBeGreaterThanOrEqual(2_500);
     expect(await worker.metric('sched_worker_rate_limited_total')).toBeGreaterThan(0);
   });

@@ -63,6 +63,8 @@ export class Scheduler {
   private assigning = 0;
   /** When the backlog was last counted per tenant (see countBacklogPerTenant). */
   private tenantBacklogCountedAt = 0;
+  /** A per-tenant count is running (they do not overlap). */
+  private tenantBacklogCounting = false;
   private readonly firing: FiringDriver;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
@@ -227,6 +229,9 @@ export class Scheduler {
     this.runtimes.delete(partition);
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
     this.d.metrics.overdue.remove({ partition: String(partition) });
+    // The per-tenant backlog covered this partition: count it again at the next round.
+    this.d.metrics.overdueByTenant.reset();
+    this.tenantBacklogCountedAt = 0;
     this.d.metrics.partitionsOwned.set(this.ownership().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
   }
@@ -264,7 +269,10 @@ export class Scheduler {
    */
   async reconcileOnce(): Promise<number> {
     const rts = [...this.runtimes.values()].filter((r) => !r.closed);
-    if (rts.length === 0) return 0;
+    if (rts.length === 0) {
+      this.d.metrics.overdueByTenant.reset();
+      return 0;
+    }
     // A partition whose wheel is itself behind by more than the grace (a burst it is still firing)
     // is left out of this round: its overdue rows are almost all in the wheel, which claims them
     // for less than half of what the catch-up's priority-ordered scan costs per row (a 100k burst
@@ -299,7 +307,7 @@ export class Scheduler {
       this.d.metrics.dlqOldestAge.set(dlq.rows[0]?.age ?? 0);
       for (const rt of rts)
         this.d.metrics.overdue.set({ partition: String(rt.partition) }, overdue.get(rt.partition) ?? 0);
-      await this.countBacklogPerTenant(
+      this.countBacklogPerTenant(
         rts.map((r) => r.partition),
         rows.some((r) => r.n > 0),
       );
@@ -315,24 +323,34 @@ export class Scheduler {
    * only while there is a backlog (the count reads each overdue row; the per-partition count above
    * reads the index alone).
    */
-  private async countBacklogPerTenant(partitions: number[], anyOverdue: boolean): Promise<void> {
+  private countBacklogPerTenant(partitions: number[], anyOverdue: boolean): void {
     const every = this.d.config.tenantBacklogEveryMs;
     const g = this.d.metrics.overdueByTenant;
-    if (every === 0) return;
+    if (every === 0 || this.tenantBacklogCounting) return;
     if (!anyOverdue) {
       g.reset();
       return;
     }
     if (Date.now() - this.tenantBacklogCountedAt < every) return;
     this.tenantBacklogCountedAt = Date.now();
-    const { rows } = await this.d.pool.query<{ tenant_id: string; n: number }>(
-      `SELECT tenant_id, count(*)::int AS n FROM job
-       WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
-       GROUP BY tenant_id`,
-      [partitions, this.d.config.reconcileGraceMs],
-    );
-    g.reset();
-    for (const r of rows) g.set({ tenant: r.tenant_id }, r.n);
+    // Off the catch-up's path: with a large backlog the count takes a while, and the next claims
+    // must not wait for it. One count at a time.
+    this.tenantBacklogCounting = true;
+    this.d.pool
+      .query<{ tenant_id: string; n: number }>(
+        `SELECT tenant_id, count(*)::int AS n FROM job
+         WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
+         GROUP BY tenant_id`,
+        [partitions, this.d.config.reconcileGraceMs],
+      )
+      .then(({ rows }) => {
+        g.reset();
+        for (const r of rows) g.set({ tenant: r.tenant_id }, r.n);
+      })
+      .catch((err: unknown) => this.d.log.warn({ err }, 'counting the overdue backlog per tenant failed'))
+      .finally(() => {
+        this.tenantBacklogCounting = false;
+      });
   }
 
   /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */

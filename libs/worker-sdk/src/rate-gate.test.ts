@@ -10,6 +10,19 @@ describe('RateGate', () => {
     expect([g.reserve(), g.reserve()]).toEqual([0, 250]);
   });
 
+  it('says how long until the next start without booking it', () => {
+    let now = 0;
+    const g = new RateGate(2, 1, () => now);
+    expect(g.waitMs()).toBe(0);
+    expect(g.waitMs()).toBe(0);
+    expect(g.reserve()).toBe(0);
+    expect(g.waitMs()).toBe(500);
+    now = 400;
+    expect(g.waitMs()).toBe(100);
+    now = 500;
+    expect(g.waitMs()).toBe(0);
+  });
+
   it('lets a burst go at once, then the rate', () => {
     let now = 0;
     const g = new RateGate(10, 3, () => now);
@@ -19,7 +32,8 @@ describe('RateGate', () => {
   });
 
   it('refuses a rate or burst that admits nobody', () => {
-    expect(() => new RateGate(0)).toThrow(/perSec must be a positive number/);
+    expect(() => new RateGate(0)).toThrow(/perSec must be a number >= 0.001/);
+    expect(() => new RateGate(0.0001)).toThrow(/perSec/);
     expect(() => new RateGate(Infinity)).toThrow(/perSec/);
     expect(() => new RateGate(5, 0)).toThrow(/burst must be a positive integer/);
   });

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import {
   negotiatedSessionTimeout,
   type GroupConsumer,
+  type BatchControl,
   type InboundMessage,
   type KafkaPort,
   type MessageProducer,
@@ -17,6 +18,7 @@ import { ExecutionContext, type ExecutionDeps } from './execution-context.js';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
 import { FairSlots, priorityClass } from './fair-slots.js';
 import { RateGate } from './rate-gate.js';
+import { setMaxListeners } from 'node:events';
 import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -33,23 +35,24 @@ export interface WorkerDeps {
 /** Waits before asking again for a start whose dispatching transaction was not visible yet. */
 const START_RETRY_DELAYS_MS = [5, 20, 100, 500, 2_000];
 /**
- * Fetched records that may wait for an execution slot at once, at least (`concurrency` otherwise):
- * enough for the fair admission to choose among, few enough that a burst's backlog stays in Kafka
- * rather than as decoded records in this process (queuing whole fetched batches, up to ~60,000
- * records in a 100k burst, cost the worker ~25 % more CPU in the burst benchmark).
+ * Fetched records of one queue that may wait for admission at once, at least (`concurrency`
+ * otherwise): enough for the fair admission to choose among, few enough that a burst's backlog
+ * stays in Kafka rather than as decoded records in this process (queuing whole fetched batches, up
+ * to ~60,000 records in a 100k burst, cost the worker ~25 % more CPU in the burst benchmark). Per
+ * queue, so one slow queue (a low rate, say) does not stop the intake of the others.
  */
 const WAITING_MIN = 1_024;
 /** Completions that may wait for their batched write at once, at least (4 × concurrency otherwise). */
 const COMPLETIONS_MIN = 1_024;
+/** How often a batch whose records wait for admission checks whether it has gone stale. */
+const STALE_CHECK_MS = 100;
 
 interface HandlerEntry {
   handler: Handler;
   options: HandlerOptions;
   policy: RetryPolicy;
-  /** The queue's own bound on executions in flight, when its handler sets `concurrency`. */
-  slots: FairSlots | null;
-  /** The queue's start rate, when its handler sets `ratePerSec`. */
-  rate: RateGate | null;
+  /** This queue's fetched records waiting for admission (bounded, see WAITING_MIN). */
+  pending: Slots;
 }
 
 /**
@@ -73,8 +76,8 @@ export class Worker {
    * by priority class (weighted), then round robin over tenants, within each tenant's cap.
    */
   private readonly slots: FairSlots;
-  /** Fetched jobs of rate-limited queues booked for a later start, at most `max(1024, concurrency)`. */
-  private readonly rateRoom: Slots;
+  /** Fetched batches whose records may still wait for admission: aborted when stale or stopping. */
+  private readonly batches = new Set<AbortController>();
   /** Completions waiting to be written (bounded: a slow database holds handlers' slots back). */
   private readonly completing: Slots;
   /** Lease starts of concurrent executions, one statement (one commit) per batch. */
@@ -92,9 +95,9 @@ export class Worker {
       tenantCap: d.config.tenantConcurrency,
       tenantCaps: d.config.tenantConcurrencyLimits,
       onCapped: (tenant) => d.metrics.tenantCapped.inc({ tenant }),
+      onRateWait: (queue) => d.metrics.rateLimited.inc({ queue }),
     });
     d.metrics.waitingForSlot.setSource(() => this.slots.waitingByClass());
-    this.rateRoom = new Slots(Math.max(WAITING_MIN, d.config.concurrency));
     this.completing = new Slots(Math.max(COMPLETIONS_MIN, 4 * d.config.concurrency));
     const c = d.config;
     this.starts = new MicroBatcher(
@@ -132,9 +135,11 @@ export class Worker {
         },
       );
     const { ratePerSec, rateBurst } = options;
-    if (ratePerSec !== undefined && !(ratePerSec > 0 && Number.isFinite(ratePerSec)))
+    if (ratePerSec !== undefined && !(ratePerSec >= RateGate.MIN_PER_SEC && Number.isFinite(ratePerSec)))
       throw Object.assign(
-        new Error(`handler for ${queue}: ratePerSec must be a positive number, got ${ratePerSec}`),
+        new Error(
+          `handler for ${queue}: ratePerSec must be a number >= ${RateGate.MIN_PER_SEC}, got ${ratePerSec}`,
+        ),
         {
           code: 'SCHED_E_BAD_OPTION',
         },
@@ -153,10 +158,9 @@ export class Worker {
       handler,
       options,
       policy: resolvePolicy(options.retryPolicy),
-      slots:
-        limit === undefined ? null : new FairSlots({ size: limit, weights: this.d.config.priorityWeights }),
-      rate: ratePerSec === undefined ? null : new RateGate(ratePerSec, rateBurst ?? 1),
+      pending: new Slots(Math.max(WAITING_MIN, this.d.config.concurrency)),
     });
+    this.slots.defineQueue(queue, { concurrency: limit, ratePerSec, rateBurst });
     return this;
   }
 
@@ -185,7 +189,7 @@ export class Worker {
         partitionsConsumedConcurrently: 12,
       },
       {
-        onBatch: (batch) => this.runBatch(batch.messages),
+        onBatch: (batch, control) => this.runBatch(batch.messages, control),
       },
     );
     const consumer = this.consumer;
@@ -194,6 +198,8 @@ export class Worker {
   }
 
   async stop(): Promise<void> {
+    // Records still waiting for admission are not started: their batches fail and stay uncommitted.
+    for (const b of this.batches) b.abort(new Error('worker stopping'));
     await this.consumer?.stop();
     await Promise.allSettled([...this.inFlight]);
     await this.producer?.disconnect();
@@ -212,79 +218,82 @@ export class Worker {
    * redelivery (a redelivered record would be refused at start anyway). A start that fails
    * (database down) fails the batch, which comes again.
    */
-  private async runBatch(messages: InboundMessage[]): Promise<void> {
+  private async runBatch(messages: InboundMessage[], control: BatchControl): Promise<void> {
+    // Withdraws the records still waiting for admission once the batch is stale (a rebalance, or
+    // the consumer stopping), so a low start rate or a capped tenant does not hold the group up.
+    const batch = new AbortController();
+    setMaxListeners(0, batch.signal);
+    this.batches.add(batch);
+    const watch = setInterval(() => {
+      if (control.isStale()) batch.abort(new Error('batch stale: partitions being reassigned'));
+    }, STALE_CHECK_MS);
     const starts: Promise<void>[] = [];
-    const waitingMax = Math.max(WAITING_MIN, this.d.config.concurrency);
-    for (const m of messages) {
-      await this.slots.whenWaitingBelow(waitingMax);
-      const accepted = await this.accept(m);
-      if (!accepted) continue;
-      const { rec, entry } = accepted;
-      // Jobs waiting for their queue's start time count against the same bound.
-      if (entry.rate) await this.rateRoom.acquire();
-      let settle!: (err?: unknown) => boolean;
-      starts.push(
-        new Promise<void>((resolve, reject) => {
-          let done = false;
-          settle = (err) => {
-            if (done) return false;
-            done = true;
-            if (err === undefined) resolve();
-            else reject(err);
-            return true;
-          };
-        }),
-      );
-      // The execution slots are held while the handler runs, not while its completion is written:
-      // completions are batched and bounded on their own (`completing`).
-      let held = false;
-      const release = () => {
-        if (!held) return;
-        held = false;
-        this.slots.release(rec.tenantId);
-        entry.slots?.release(rec.tenantId);
-      };
-      const cls = priorityClass(rec.priority);
-      const run: Promise<void> = (entry.slots ? entry.slots.acquire(rec.tenantId, cls) : Promise.resolve())
-        .then(() => this.startWhenRateAllows(rec.queue, entry.rate))
-        .then(() => this.slots.acquire(rec.tenantId, cls))
-        .then(() => {
-          held = true;
-          return this.execute(rec, entry, () => settle(), release);
-        })
-        .catch((err: unknown) => {
-          if (settle(err)) {
-            // Not started: let the redelivered record through the dedupe.
-            this.dedupe.forget(rec.eventId);
-            return;
-          }
-          this.d.log.error(
-            { err, jobId: rec.jobId, attempt: rec.attempt },
-            'execution failed after its start was recorded; the lease reaper recovers the job',
-          );
-        })
-        .finally(() => {
-          release();
-          this.inFlight.delete(run);
-        });
-      this.inFlight.add(run);
-    }
-    await Promise.all(starts);
-  }
-
-  /**
-   * Waits for the queue's next start time under its rate (booked in admission order), holding the
-   * queue's own slot if it has one but not a process slot.
-   */
-  private async startWhenRateAllows(queue: string, rate: RateGate | null): Promise<void> {
-    if (!rate) return;
     try {
-      const waitMs = rate.reserve();
-      if (waitMs <= 0) return;
-      this.d.metrics.rateLimited.inc({ queue });
-      await new Promise((r) => setTimeout(r, waitMs));
+      for (const m of messages) {
+        const accepted = await this.accept(m);
+        if (!accepted) continue;
+        const { rec, entry } = accepted;
+        await entry.pending.acquire();
+        let pending = true;
+        const unpend = () => {
+          if (!pending) return;
+          pending = false;
+          entry.pending.release();
+        };
+        let settle!: (err?: unknown) => boolean;
+        starts.push(
+          new Promise<void>((resolve, reject) => {
+            let done = false;
+            settle = (err) => {
+              if (done) return false;
+              done = true;
+              if (err === undefined) resolve();
+              else reject(err);
+              return true;
+            };
+          }),
+        );
+        // The slot is held while the handler runs, not while its completion is written:
+        // completions are batched and bounded on their own (`completing`).
+        let held = false;
+        const release = () => {
+          if (!held) return;
+          held = false;
+          this.slots.release(rec.tenantId, rec.queue);
+        };
+        const run: Promise<void> = this.slots
+          .acquire(rec.tenantId, rec.queue, priorityClass(rec.priority), batch.signal)
+          .then(() => {
+            held = true;
+            unpend();
+            return this.execute(rec, entry, () => settle(), release);
+          })
+          .catch((err: unknown) => {
+            unpend();
+            if (settle(err)) {
+              // Not started: let the redelivered record through the dedupe.
+              this.dedupe.forget(rec.eventId);
+              return;
+            }
+            this.d.log.error(
+              { err, jobId: rec.jobId, attempt: rec.attempt },
+              'execution failed after its start was recorded; the lease reaper recovers the job',
+            );
+          })
+          .finally(() => {
+            release();
+            this.inFlight.delete(run);
+          });
+        this.inFlight.add(run);
+      }
+      await Promise.all(starts);
+    } catch (err) {
+      // The batch comes again: records of it still waiting are not started now.
+      batch.abort(err);
+      throw err;
     } finally {
-      this.rateRoom.release();
+      clearInterval(watch);
+      this.batches.delete(batch);
     }
   }
 
