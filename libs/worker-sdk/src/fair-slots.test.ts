@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { AdmissionWithdrawn, FairSlots, priorityClass, type PriorityClass } from './fair-slots.js';
+import {
+  AdmissionWithdrawn,
+  FairSlots,
+  priorityClass,
+  WaiterGroup,
+  type PriorityClass,
+} from './fair-slots.js';
 
 const W = [7, 2, 1] as const;
 
@@ -237,21 +243,26 @@ describe('FairSlots', () => {
     expect(got).toEqual([2_000, 2_500, 3_000]);
   });
 
-  it('withdraws a waiter whose signal aborts: it rejects and holds nothing', async () => {
-    const s = new FairSlots({ size: 1, weights: W });
+  it('withdraws the waiters of a group: they reject and hold nothing; the granted keep their slots', async () => {
+    const s = new FairSlots({ size: 2, weights: W });
     await s.acquire('a', 'q', 1);
-    const ac = new AbortController();
-    const p = s.acquire('b', 'q', 1, ac.signal);
+    const g = new WaiterGroup();
+    const granted = s.acquire('b', 'q', 1, g);
+    await granted;
+    const p1 = s.acquire('b', 'q', 1, g);
+    const p2 = s.acquire('b', 'q', 2, g);
     const order: string[] = [];
     queue(s, 'c', 1, 1, order);
-    ac.abort(new Error('stale'));
-    await expect(p).rejects.toBeInstanceOf(AdmissionWithdrawn);
+    g.withdraw(new Error('stale'));
+    await expect(p1).rejects.toBeInstanceOf(AdmissionWithdrawn);
+    await expect(p2).rejects.toBeInstanceOf(AdmissionWithdrawn);
     expect(s.waiting).toBe(1);
+    expect(s.waitingByClass()).toEqual([0, 1, 0]);
     s.release('a', 'q');
     await settle();
     expect(order).toEqual(['c']);
-    expect(s.heldBy('b')).toBe(0);
-    await expect(s.acquire('d', 'q', 1, ac.signal)).rejects.toBeInstanceOf(AdmissionWithdrawn);
+    expect(s.heldBy('b')).toBe(1);
+    await expect(s.acquire('d', 'q', 1, g)).rejects.toBeInstanceOf(AdmissionWithdrawn);
   });
 
   it('maps priorities to classes and refuses options that admit nobody', () => {

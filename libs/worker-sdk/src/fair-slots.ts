@@ -40,7 +40,7 @@ export interface QueueLimits {
   rateBurst?: number;
 }
 
-/** Raised to a waiter withdrawn by its abort signal. */
+/** Raised to a waiter withdrawn with its group (see WaiterGroup). */
 export class AdmissionWithdrawn extends Error {
   readonly code = 'SCHED_E_ADMISSION_WITHDRAWN';
   constructor(reason: unknown) {
@@ -50,9 +50,30 @@ export class AdmissionWithdrawn extends Error {
 
 interface Waiter {
   resolve: () => void;
+  reject: (err: unknown) => void;
   done: boolean;
-  /** Stops listening to the waiter's abort signal. */
-  off?: () => void;
+  flow: Flow;
+  cls: ClassState;
+  group: WaiterGroup | null;
+}
+
+/**
+ * Waiters that may be withdrawn together (a fetched batch's): cheaper than one abort listener per
+ * waiter. `withdraw` rejects those not yet granted with `AdmissionWithdrawn`; later acquires with
+ * the group reject at once.
+ */
+export class WaiterGroup {
+  /** @internal */ readonly waiters = new Set<Waiter>();
+  /** @internal */ withdrawnBy: unknown = undefined;
+  /** @internal */ withdrawn = false;
+  /** @internal */ onWithdraw: ((g: WaiterGroup) => void) | null = null;
+
+  withdraw(reason: unknown): void {
+    if (this.withdrawn) return;
+    this.withdrawn = true;
+    this.withdrawnBy = reason;
+    this.onWithdraw?.(this);
+  }
 }
 
 /** A FIFO with amortised O(1) shift. */
@@ -137,6 +158,8 @@ export class FairSlots {
   private readonly nowMs: () => number;
   private timer: unknown = null;
   private timerAt = Infinity;
+  /** Some queue has a start rate (only then can waiters be held back by time alone). */
+  private anyRate = false;
 
   constructor(private readonly o: FairSlotsOptions) {
     if (!Number.isInteger(o.size) || o.size < 1)
@@ -178,6 +201,7 @@ export class FairSlots {
         ? null
         : new RateGate(limits.ratePerSec, limits.rateBurst ?? 1, this.nowMs);
     this.queues.set(queue, { cap: c ?? Infinity, rate, held: 0 });
+    if (rate) this.anyRate = true;
   }
 
   get size(): number {
@@ -217,11 +241,11 @@ export class FairSlots {
 
   /**
    * Resolves when a slot is held for the tenant and queue; pair every resolved acquire with one
-   * `release(tenant, queue)`. Aborting `signal` before then withdraws the waiter: the promise
+   * `release(tenant, queue)`. Withdrawing `group` before then withdraws the waiter: the promise
    * rejects with `AdmissionWithdrawn` and nothing is held.
    */
-  acquire(tenant: string, queue: string, cls: PriorityClass, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(new AdmissionWithdrawn(signal.reason));
+  acquire(tenant: string, queue: string, cls: PriorityClass, group?: WaiterGroup): Promise<void> {
+    if (group?.withdrawn) return Promise.reject(new AdmissionWithdrawn(group.withdrawnBy));
     if (this.waitingTotal === 0 && this.held < this.o.size && this.eligible(tenant, queue)) {
       this.take(tenant, queue);
       return Promise.resolve();
@@ -239,26 +263,30 @@ export class FairSlots {
         c.ring.push(f);
       }
       const flow = f;
-      const w: Waiter = { resolve, done: false };
+      const w: Waiter = { resolve, reject, done: false, flow, cls: c, group: group ?? null };
       flow.fifo.push(w);
       flow.live++;
       c.waiting++;
       this.waitingTotal++;
-      if (signal) {
-        const onAbort = () => {
-          if (w.done) return;
-          w.done = true;
-          flow.live--;
-          c.waiting--;
-          this.waitingTotal--;
-          reject(new AdmissionWithdrawn(signal.reason));
-          this.dispatch();
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        w.off = () => signal.removeEventListener('abort', onAbort);
+      if (group) {
+        group.waiters.add(w);
+        group.onWithdraw ??= (g) => this.withdraw(g);
       }
       this.dispatch();
     });
+  }
+
+  private withdraw(g: WaiterGroup): void {
+    for (const w of g.waiters) {
+      if (w.done) continue;
+      w.done = true;
+      w.flow.live--;
+      w.cls.waiting--;
+      this.waitingTotal--;
+      w.reject(new AdmissionWithdrawn(g.withdrawnBy));
+    }
+    g.waiters.clear();
+    this.dispatch();
   }
 
   release(tenant: string, queue: string): void {
@@ -324,10 +352,10 @@ export class FairSlots {
       for (const c of blocked) c.pass = Math.max(c.pass, this.clock);
       this.take(flow.tenant, flow.queue);
       w!.done = true;
-      w!.off?.();
+      w!.group?.waiters.delete(w!);
       w!.resolve();
     }
-    this.wakeForRates();
+    if (this.anyRate) this.wakeForRates();
   }
 
   /** Index in the class's ring of the first flow with a live, eligible waiter (-1: none). */

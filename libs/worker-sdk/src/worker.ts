@@ -16,9 +16,8 @@ import type { WorkerConfig } from './config.js';
 import { DedupeSet } from './dedupe-set.js';
 import { ExecutionContext, type ExecutionDeps } from './execution-context.js';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
-import { FairSlots, priorityClass } from './fair-slots.js';
+import { FairSlots, priorityClass, WaiterGroup } from './fair-slots.js';
 import { RateGate } from './rate-gate.js';
-import { setMaxListeners } from 'node:events';
 import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
@@ -77,7 +76,7 @@ export class Worker {
    */
   private readonly slots: FairSlots;
   /** Fetched batches whose records may still wait for admission: aborted when stale or stopping. */
-  private readonly batches = new Set<AbortController>();
+  private readonly batches = new Set<WaiterGroup>();
   /** Completions waiting to be written (bounded: a slow database holds handlers' slots back). */
   private readonly completing: Slots;
   /** Lease starts of concurrent executions, one statement (one commit) per batch. */
@@ -199,7 +198,7 @@ export class Worker {
 
   async stop(): Promise<void> {
     // Records still waiting for admission are not started: their batches fail and stay uncommitted.
-    for (const b of this.batches) b.abort(new Error('worker stopping'));
+    for (const b of this.batches) b.withdraw(new Error('worker stopping'));
     await this.consumer?.stop();
     await Promise.allSettled([...this.inFlight]);
     await this.producer?.disconnect();
@@ -221,11 +220,10 @@ export class Worker {
   private async runBatch(messages: InboundMessage[], control: BatchControl): Promise<void> {
     // Withdraws the records still waiting for admission once the batch is stale (a rebalance, or
     // the consumer stopping), so a low start rate or a capped tenant does not hold the group up.
-    const batch = new AbortController();
-    setMaxListeners(0, batch.signal);
+    const batch = new WaiterGroup();
     this.batches.add(batch);
     const watch = setInterval(() => {
-      if (control.isStale()) batch.abort(new Error('batch stale: partitions being reassigned'));
+      if (control.isStale()) batch.withdraw(new Error('batch stale: partitions being reassigned'));
     }, STALE_CHECK_MS);
     const starts: Promise<void>[] = [];
     try {
@@ -234,6 +232,12 @@ export class Worker {
         if (!accepted) continue;
         const { rec, entry } = accepted;
         await entry.pending.acquire();
+        if (batch.withdrawn) {
+          // Went stale while this record waited for room: the batch fails and comes again.
+          entry.pending.release();
+          this.dedupe.forget(rec.eventId);
+          throw new Error('batch stale: partitions being reassigned');
+        }
         let pending = true;
         const unpend = () => {
           if (!pending) return;
@@ -241,18 +245,20 @@ export class Worker {
           entry.pending.release();
         };
         let settle!: (err?: unknown) => boolean;
-        starts.push(
-          new Promise<void>((resolve, reject) => {
-            let done = false;
-            settle = (err) => {
-              if (done) return false;
-              done = true;
-              if (err === undefined) resolve();
-              else reject(err);
-              return true;
-            };
-          }),
-        );
+        const started = new Promise<void>((resolve, reject) => {
+          let done = false;
+          settle = (err) => {
+            if (done) return false;
+            done = true;
+            if (err === undefined) resolve();
+            else reject(err);
+            return true;
+          };
+        });
+        // Handled here as well: a start may fail while the loop still waits for room, before
+        // Promise.all below is watching it.
+        started.catch(() => undefined);
+        starts.push(started);
         // The slot is held while the handler runs, not while its completion is written:
         // completions are batched and bounded on their own (`completing`).
         let held = false;
@@ -262,7 +268,7 @@ export class Worker {
           this.slots.release(rec.tenantId, rec.queue);
         };
         const run: Promise<void> = this.slots
-          .acquire(rec.tenantId, rec.queue, priorityClass(rec.priority), batch.signal)
+          .acquire(rec.tenantId, rec.queue, priorityClass(rec.priority), batch)
           .then(() => {
             held = true;
             unpend();
@@ -289,7 +295,7 @@ export class Worker {
       await Promise.all(starts);
     } catch (err) {
       // The batch comes again: records of it still waiting are not started now.
-      batch.abort(err);
+      batch.withdraw(err);
       throw err;
     } finally {
       clearInterval(watch);
