@@ -65,6 +65,8 @@ export class Scheduler {
   private tenantBacklogCountedAt = 0;
   /** A per-tenant count is running (they do not overlap). */
   private tenantBacklogCounting = false;
+  /** Bumped when partitions leave: a count begun before then is stale when it lands. */
+  private tenantBacklogGeneration = 0;
   private readonly firing: FiringDriver;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
@@ -232,6 +234,7 @@ export class Scheduler {
     // The per-tenant backlog covered this partition: count it again at the next round.
     this.d.metrics.overdueByTenant.reset();
     this.tenantBacklogCountedAt = 0;
+    this.tenantBacklogGeneration++;
     this.d.metrics.partitionsOwned.set(this.ownership().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
   }
@@ -271,6 +274,7 @@ export class Scheduler {
     const rts = [...this.runtimes.values()].filter((r) => !r.closed);
     if (rts.length === 0) {
       this.d.metrics.overdueByTenant.reset();
+      this.tenantBacklogGeneration++;
       return 0;
     }
     // A partition whose wheel is itself behind by more than the grace (a burst it is still firing)
@@ -336,6 +340,7 @@ export class Scheduler {
     // Off the catch-up's path: with a large backlog the count takes a while, and the next claims
     // must not wait for it. One count at a time.
     this.tenantBacklogCounting = true;
+    const generation = this.tenantBacklogGeneration;
     this.d.pool
       .query<{ tenant_id: string; n: number }>(
         `SELECT tenant_id, count(*)::int AS n FROM job
@@ -344,6 +349,7 @@ export class Scheduler {
         [partitions, this.d.config.reconcileGraceMs],
       )
       .then(({ rows }) => {
+        if (generation !== this.tenantBacklogGeneration) return;
         g.reset();
         for (const r of rows) g.set({ tenant: r.tenant_id }, r.n);
       })

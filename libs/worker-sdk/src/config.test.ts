@@ -36,7 +36,7 @@ describe('workerConfig: fair admission', () => {
     expect(c.tenantConcurrency).toBe(0);
     expect(c.tenantConcurrencyLimits).toEqual({});
     expect(() => workerConfig({ priorityWeights: [1, 0, 1] })).toThrow(
-      /priorityWeights must be three positive/,
+      /priorityWeights must be three integers from 1 to 1000/,
     );
     expect(() => workerConfig({ tenantConcurrency: -1 })).toThrow(
       /tenantConcurrency must be an integer >= 0/,
@@ -60,7 +60,7 @@ describe('workerConfig: fair admission', () => {
     });
     expect(fairnessFromEnv({})).toEqual({});
     expect(() => fairnessFromEnv({ SCHED_WORKER_PRIORITY_WEIGHTS: '5,3' })).toThrow(
-      /SCHED_WORKER_PRIORITY_WEIGHTS="5,3" must be three positive integers/,
+      /SCHED_WORKER_PRIORITY_WEIGHTS="5,3" must be three integers from 1 to 1000/,
     );
     expect(() => fairnessFromEnv({ SCHED_WORKER_TENANT_CONCURRENCY: 'lots' })).toThrow(
       /SCHED_WORKER_TENANT_CONCURRENCY="lots"/,

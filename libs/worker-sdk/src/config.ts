@@ -121,10 +121,10 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
     if (
       !Array.isArray(c.priorityWeights) ||
       c.priorityWeights.length !== 3 ||
-      c.priorityWeights.some((w) => !Number.isSafeInteger(w) || w < 1)
+      c.priorityWeights.some((w) => !Number.isSafeInteger(w) || w < 1 || w > 1000)
     )
       problem(
-        `priorityWeights must be three positive integers [high, normal, low] (got ${String(c.priorityWeights)})`,
+        `priorityWeights must be three integers from 1 to 1000 [high, normal, low] (got ${String(c.priorityWeights)})`,
       );
     for (const [t, n] of Object.entries(c.tenantConcurrencyLimits))
       requireNonNegativeInt(problem, `tenantConcurrencyLimits.${t}`, n);
@@ -154,9 +154,9 @@ export function fairnessFromEnv(
   const weights = env.SCHED_WORKER_PRIORITY_WEIGHTS;
   if (weights) {
     const w = weights.split(',').map(int);
-    if (w.length !== 3 || w.some((x) => !(x >= 1)))
+    if (w.length !== 3 || w.some((x) => !(x >= 1 && x <= 1000)))
       problems.push(
-        `SCHED_WORKER_PRIORITY_WEIGHTS="${weights}" must be three positive integers: high,normal,low`,
+        `SCHED_WORKER_PRIORITY_WEIGHTS="${weights}" must be three integers from 1 to 1000: high,normal,low`,
       );
     else out.priorityWeights = [w[0]!, w[1]!, w[2]!];
   }

@@ -269,6 +269,7 @@ describe('FairSlots', () => {
     expect([priorityClass(5), priorityClass(0), priorityClass(-3)]).toEqual([0, 1, 2]);
     expect(() => new FairSlots({ size: 0, weights: W })).toThrow(/size must be a positive integer/);
     expect(() => new FairSlots({ size: 1, weights: [1, 0, 1] })).toThrow(/three positive integers/);
+    expect(() => new FairSlots({ size: 1, weights: [1001, 1, 1] })).toThrow(/up to 1000/);
     expect(() => new FairSlots({ size: 1, weights: [1, 1] as unknown as [number, number, number] })).toThrow(
       /three positive integers/,
     );

@@ -164,9 +164,9 @@ export class FairSlots {
   constructor(private readonly o: FairSlotsOptions) {
     if (!Number.isInteger(o.size) || o.size < 1)
       throw new RangeError(`slots: size must be a positive integer, got ${o.size}`);
-    if (o.weights.length !== 3 || o.weights.some((w) => !Number.isInteger(w) || w < 1))
+    if (o.weights.length !== 3 || o.weights.some((w) => !Number.isInteger(w) || w < 1 || w > 1000))
       throw new RangeError(
-        `slots: weights must be three positive integers [high, normal, low], got [${o.weights}]`,
+        `slots: weights must be three positive integers up to 1000 [high, normal, low], got [${o.weights}]`,
       );
     const cap = o.tenantCap ?? 0;
     if (!Number.isInteger(cap) || cap < 0)
@@ -389,7 +389,7 @@ export class FairSlots {
         }
     }
     const at = this.nowMs() + soonest;
-    if (this.timer && at >= this.timerAt) return;
+    if (this.timer && soonest !== Infinity && at >= this.timerAt) return;
     if (this.timer) (this.o.clearTimer ?? ((t) => clearTimeout(t as NodeJS.Timeout)))(this.timer);
     this.timer = null;
     this.timerAt = Infinity;

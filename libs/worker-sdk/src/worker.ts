@@ -16,7 +16,7 @@ import type { WorkerConfig } from './config.js';
 import { DedupeSet } from './dedupe-set.js';
 import { ExecutionContext, type ExecutionDeps } from './execution-context.js';
 import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
-import { FairSlots, priorityClass, WaiterGroup } from './fair-slots.js';
+import { AdmissionWithdrawn, FairSlots, priorityClass, WaiterGroup } from './fair-slots.js';
 import { RateGate } from './rate-gate.js';
 import { Slots } from './slots.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
@@ -209,9 +209,10 @@ export class Worker {
    * `concurrency`, and the queue's own `concurrency` when its handler sets one; a slot is held from
    * the start until the handler returns, not until its completion is written) and resolves once
    * every start is decided and durable: lease granted or refused, or the record skipped. Up to
-   * `max(1024, concurrency)` records (of every partition's batch) wait for slots at once, so when
-   * slots are short the fair admission (`FairSlots`: priority class, then tenant) chooses among
-   * all of them, not only among the heads of the partitions. Handlers and completions go on in the background while the partition's next
+   * `max(1024, concurrency)` records of each queue (from all its partitions' batches) wait for
+   * admission at once, so when slots are short the fair admission (`FairSlots`: eligibility, then
+   * priority class, then tenant) chooses among all of them, not only among the partitions' heads.
+   * Handlers and completions go on in the background while the partition's next
    * batch is fetched, so a long job never holds up the jobs behind it. The offset may then commit:
    * from a durable start on, an execution that dies is recovered by the lease reaper, not by
    * redelivery (a redelivered record would be refused at start anyway). A start that fails
@@ -277,8 +278,10 @@ export class Worker {
           .catch((err: unknown) => {
             unpend();
             if (settle(err)) {
-              // Not started: let the redelivered record through the dedupe.
+              // Not started: let the redelivered record through the dedupe. A start that failed
+              // (database down) fails the batch: the rest of it need not start now either.
               this.dedupe.forget(rec.eventId);
+              if (!(err instanceof AdmissionWithdrawn)) batch.withdraw(err);
               return;
             }
             this.d.log.error(
