@@ -28,6 +28,7 @@ import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
 import { RateWindow } from './rate-window.js';
+import { TenantBacklog } from './tenant-backlog.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
 const FIRST_WINDOW_MS = 30_000;
@@ -61,12 +62,7 @@ export class Scheduler {
   private readonly catchUp: RateWindow;
   /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
   private assigning = 0;
-  /** When the backlog was last counted per tenant (see countBacklogPerTenant). */
-  private tenantBacklogCountedAt = 0;
-  /** A per-tenant count is running (they do not overlap). */
-  private tenantBacklogCounting = false;
-  /** Bumped when partitions leave: a count begun before then is stale when it lands. */
-  private tenantBacklogGeneration = 0;
+  private readonly tenantBacklog: TenantBacklog;
   private readonly firing: FiringDriver;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
@@ -81,6 +77,13 @@ export class Scheduler {
       crashAfterGenerate: d.config.testCrashAfterGenerate,
     });
     this.catchUp = new RateWindow(d.config.catchUpRatePerSec);
+    this.tenantBacklog = new TenantBacklog({
+      pool: d.pool,
+      gauge: d.metrics.overdueByTenant,
+      log: d.log,
+      everyMs: d.config.tenantBacklogEveryMs,
+      graceMs: d.config.reconcileGraceMs,
+    });
     d.metrics.setWheelSizeSource(() =>
       [...this.runtimes.values()].filter((r) => !r.closed).map((r) => [r.partition, r.index.size] as const),
     );
@@ -232,9 +235,7 @@ export class Scheduler {
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
     this.d.metrics.overdue.remove({ partition: String(partition) });
     // The per-tenant backlog covered this partition: count it again at the next round.
-    this.d.metrics.overdueByTenant.reset();
-    this.tenantBacklogCountedAt = 0;
-    this.tenantBacklogGeneration++;
+    this.tenantBacklog.forget();
     this.d.metrics.partitionsOwned.set(this.ownership().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
   }
@@ -273,8 +274,7 @@ export class Scheduler {
   async reconcileOnce(): Promise<number> {
     const rts = [...this.runtimes.values()].filter((r) => !r.closed);
     if (rts.length === 0) {
-      this.d.metrics.overdueByTenant.reset();
-      this.tenantBacklogGeneration++;
+      this.tenantBacklog.forget();
       return 0;
     }
     // A partition whose wheel is itself behind by more than the grace (a burst it is still firing)
@@ -311,7 +311,7 @@ export class Scheduler {
       this.d.metrics.dlqOldestAge.set(dlq.rows[0]?.age ?? 0);
       for (const rt of rts)
         this.d.metrics.overdue.set({ partition: String(rt.partition) }, overdue.get(rt.partition) ?? 0);
-      this.countBacklogPerTenant(
+      this.tenantBacklog.count(
         rts.map((r) => r.partition),
         rows.some((r) => r.n > 0),
       );
@@ -319,44 +319,6 @@ export class Scheduler {
       this.d.log.error({ err }, 'reconcile failed');
     }
     return total;
-  }
-
-  /**
-   * `sched_overdue_jobs_by_tenant`: the overdue backlog of the owned partitions per tenant, so one
-   * tenant's backlog is visible before its users notice. Counted every `tenantBacklogEveryMs`, and
-   * only while there is a backlog (the count reads each overdue row; the per-partition count above
-   * reads the index alone).
-   */
-  private countBacklogPerTenant(partitions: number[], anyOverdue: boolean): void {
-    const every = this.d.config.tenantBacklogEveryMs;
-    const g = this.d.metrics.overdueByTenant;
-    if (every === 0 || this.tenantBacklogCounting) return;
-    if (!anyOverdue) {
-      g.reset();
-      return;
-    }
-    if (Date.now() - this.tenantBacklogCountedAt < every) return;
-    this.tenantBacklogCountedAt = Date.now();
-    // Off the catch-up's path: with a large backlog the count takes a while, and the next claims
-    // must not wait for it. One count at a time.
-    this.tenantBacklogCounting = true;
-    const generation = this.tenantBacklogGeneration;
-    this.d.pool
-      .query<{ tenant_id: string; n: number }>(
-        `SELECT tenant_id, count(*)::int AS n FROM job
-         WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
-         GROUP BY tenant_id`,
-        [partitions, this.d.config.reconcileGraceMs],
-      )
-      .then(({ rows }) => {
-        if (generation !== this.tenantBacklogGeneration) return;
-        g.reset();
-        for (const r of rows) g.set({ tenant: r.tenant_id }, r.n);
-      })
-      .catch((err: unknown) => this.d.log.warn({ err }, 'counting the overdue backlog per tenant failed'))
-      .finally(() => {
-        this.tenantBacklogCounting = false;
-      });
   }
 
   /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */

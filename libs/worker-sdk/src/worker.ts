@@ -234,7 +234,7 @@ export class Worker {
           // Withdrawn while this record waited for room: the batch fails and comes again.
           entry.pending.release();
           this.dedupe.forget(rec.eventId);
-          throw new Error('batch stale: partitions being reassigned');
+          throw batch.withdrawnBy instanceof Error ? batch.withdrawnBy : new Error('batch withdrawn');
         }
         let pending = true;
         const unpend = () => {
