@@ -57,6 +57,14 @@ describe('HTTP API on the real stack', () => {
     const got = await app.inject({ method: 'GET', url: '/v1/jobs/api-1', headers: dev });
     expect(got.statusCode).toBe(200);
     expect(got.json()).toMatchObject({ jobId: 'api-1', state: 'DISPATCHED', version: 1, attempt: 1 });
+    // No worker runs in this scenario: the job waits in the queue, and the queue says so.
+    const queues = await app.inject({ method: 'GET', url: '/v1/queues', headers: dev });
+    expect(queues.statusCode).toBe(200);
+    const row = (queues.json() as { queues: { queue: string; dispatched: number }[] }).queues.find(
+      (r) => r.queue === s.queue,
+    );
+    expect(row).toMatchObject({ queue: s.queue, overdue: 0, running: 0 });
+    expect(row!.dispatched).toBeGreaterThanOrEqual(1);
   });
 
   it('cancels and reschedules through commands', async () => {
@@ -128,6 +136,8 @@ describe('HTTP API on the real stack', () => {
       [400, 'SCHED_E_UNKNOWN_ZONE'],
     );
     expect(await bad('GET', '/v1/jobs/nope')).toEqual([404, 'SCHED_E_NOT_FOUND']);
+    expect(await bad('GET', '/v1/queues?overdueAfterMs=-1')).toEqual([400, 'SCHED_E_VALIDATION']);
+    expect(await bad('GET', '/v1/queues?overdueAfterMs=soon')).toEqual([400, 'SCHED_E_VALIDATION']);
     expect(await bad('POST', '/v1/dlq/replay', { jobIds: ['x'], reason: 'because' })).toEqual([
       403,
       'SCHED_E_REPLAY_FORBIDDEN',

@@ -10,6 +10,7 @@ import { ApiError, toHttp } from './errors.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerScheduleRoutes } from './routes-schedules.js';
 import { registerDlqRoutes } from './routes-dlq.js';
+import { registerQueueRoutes } from './routes-queues.js';
 
 export interface ApiCaller {
   id: string;
@@ -81,6 +82,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   registerJobRoutes(app, ctx);
   registerScheduleRoutes(app, ctx);
   registerDlqRoutes(app, ctx);
+  registerQueueRoutes(app, ctx);
   return app;
 }
 

@@ -29,6 +29,12 @@ export interface SchedulerOptions {
    * 0: never. Only while there is a backlog: the count reads each overdue row, so not every round.
    */
   tenantBacklogEveryMs: number;
+  /**
+   * How often the backlog is counted per queue at both ends of the dispatch (overdue and not
+   * claimed; claimed and not started; running; with the oldest ages: `sched_queue_*`); 0: never.
+   * It reads a row per overdue or in-flight job, so not every round.
+   */
+  queueBacklogEveryMs: number;
   reapEveryMs: number;
   /** Clock-skew margin added to lease expiry before reaping. */
   reapSkewMarginMs: number;
@@ -111,6 +117,7 @@ export const schedulerDefaults: SchedulerOptions = {
   reconcileEveryMs: 2_000,
   reconcileGraceMs: 2_000,
   tenantBacklogEveryMs: 30_000,
+  queueBacklogEveryMs: 10_000,
   reapEveryMs: 1_000,
   reapSkewMarginMs: 2_000,
   maxPayloadBytes: 256 * 1024,
@@ -168,6 +175,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
+    requireNonNegativeInt(problem, 'queueBacklogEveryMs', c.queueBacklogEveryMs);
     if (c.minRoundGapMs > 100) problem('minRoundGapMs above 100 ms delays every job that much; use ≤ 100');
     requireNonNegativeInt(problem, 'finishedJobRetentionMs', c.finishedJobRetentionMs);
     if (c.horizonExtendEveryMs >= c.horizonMs)
@@ -194,6 +202,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   reapSkewMarginMs: { env: 'SCHED_REAP_SKEW_MARGIN_MS', kind: 'int' },
   reconcileGraceMs: { env: 'SCHED_RECONCILE_GRACE_MS', kind: 'int' },
   tenantBacklogEveryMs: { env: 'SCHED_TENANT_BACKLOG_EVERY_MS', kind: 'int' },
+  queueBacklogEveryMs: { env: 'SCHED_QUEUE_BACKLOG_EVERY_MS', kind: 'int' },
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },

@@ -37,6 +37,42 @@ export function createSchedulerMetrics(ownerId: string) {
       'SCHEDULED jobs due more than the grace ago in the partitions this process owns, per tenant (counted every tenantBacklogEveryMs while there is a backlog)',
       ['tenant'],
     ),
+    overdueOldestAge: gauge(
+      registry,
+      'sched_overdue_oldest_age_seconds',
+      'how long ago the oldest SCHEDULED job due more than the grace ago was due, per partition (0: none)',
+      ['partition'],
+    ),
+    queueOverdue: gauge(
+      registry,
+      'sched_queue_overdue_jobs',
+      'due backlog per queue: SCHEDULED jobs due more than the grace ago, in the partitions this process owns (counted every queueBacklogEveryMs)',
+      ['queue'],
+    ),
+    queueOldestOverdue: gauge(
+      registry,
+      'sched_queue_oldest_overdue_seconds',
+      'per queue, how long ago the oldest overdue SCHEDULED job was due (0: none; counted every queueBacklogEveryMs)',
+      ['queue'],
+    ),
+    queueDispatched: gauge(
+      registry,
+      'sched_queue_dispatched_jobs',
+      'queue depth: jobs claimed and sent to the dispatch topic that no worker has started yet, per queue (counted every queueBacklogEveryMs)',
+      ['queue'],
+    ),
+    queueOldestDispatched: gauge(
+      registry,
+      'sched_queue_oldest_dispatched_seconds',
+      'per queue, how long ago the oldest claimed but not started job was claimed (0: none; counted every queueBacklogEveryMs)',
+      ['queue'],
+    ),
+    queueRunning: gauge(
+      registry,
+      'sched_queue_running_jobs',
+      'jobs started by a worker and not finished, per queue (counted every queueBacklogEveryMs)',
+      ['queue'],
+    ),
     commandsApplied: counter(registry, 'sched_commands_applied_total', 'commands applied', ['type']),
     commandsDuplicate: counter(
       registry,

@@ -28,7 +28,7 @@ import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
 import { RateWindow } from './rate-window.js';
-import { TenantBacklog } from './tenant-backlog.js';
+import { type BacklogCount, queueBacklog, tenantBacklog } from './backlog-counts.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
 const FIRST_WINDOW_MS = 30_000;
@@ -62,7 +62,11 @@ export class Scheduler {
   private readonly catchUp: RateWindow;
   /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
   private assigning = 0;
-  private readonly tenantBacklog: TenantBacklog;
+  /** `sched_overdue_jobs_by_tenant` and the `sched_queue_*` gauges: counted now and then. */
+  private readonly backlogCounts: {
+    tenants: BacklogCount;
+    queues: BacklogCount;
+  };
   private readonly firing: FiringDriver;
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
@@ -77,13 +81,28 @@ export class Scheduler {
       crashAfterGenerate: d.config.testCrashAfterGenerate,
     });
     this.catchUp = new RateWindow(d.config.catchUpRatePerSec);
-    this.tenantBacklog = new TenantBacklog({
-      pool: d.pool,
-      gauge: d.metrics.overdueByTenant,
-      log: d.log,
-      everyMs: d.config.tenantBacklogEveryMs,
-      graceMs: d.config.reconcileGraceMs,
-    });
+    this.backlogCounts = {
+      tenants: tenantBacklog({
+        pool: d.pool,
+        gauge: d.metrics.overdueByTenant,
+        log: d.log,
+        everyMs: d.config.tenantBacklogEveryMs,
+        graceMs: d.config.reconcileGraceMs,
+      }),
+      queues: queueBacklog({
+        pool: d.pool,
+        gauges: {
+          overdue: d.metrics.queueOverdue,
+          oldestOverdue: d.metrics.queueOldestOverdue,
+          dispatched: d.metrics.queueDispatched,
+          oldestDispatched: d.metrics.queueOldestDispatched,
+          running: d.metrics.queueRunning,
+        },
+        log: d.log,
+        everyMs: d.config.queueBacklogEveryMs,
+        graceMs: d.config.reconcileGraceMs,
+      }),
+    };
     d.metrics.setWheelSizeSource(() =>
       [...this.runtimes.values()].filter((r) => !r.closed).map((r) => [r.partition, r.index.size] as const),
     );
@@ -234,8 +253,9 @@ export class Scheduler {
     this.runtimes.delete(partition);
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
     this.d.metrics.overdue.remove({ partition: String(partition) });
-    // The per-tenant backlog covered this partition: count it again at the next round.
-    this.tenantBacklog.forget();
+    this.d.metrics.overdueOldestAge.remove({ partition: String(partition) });
+    // The per-tenant and per-queue counts covered this partition: count again at the next round.
+    this.forgetBacklogCounts();
     this.d.metrics.partitionsOwned.set(this.ownership().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
   }
@@ -274,7 +294,7 @@ export class Scheduler {
   async reconcileOnce(): Promise<number> {
     const rts = [...this.runtimes.values()].filter((r) => !r.closed);
     if (rts.length === 0) {
-      this.tenantBacklog.forget();
+      this.forgetBacklogCounts();
       return 0;
     }
     // A partition whose wheel is itself behind by more than the grace (a burst it is still firing)
@@ -296,29 +316,36 @@ export class Scheduler {
         for (const j of got) this.runtimes.get(j.partition)?.index.remove(j.jobId);
         if (got.length < allowed) break;
       }
-      const { rows } = await this.d.pool.query<{ partition: number; n: number }>(
-        `SELECT partition, count(*)::int AS n FROM job
+      const { rows } = await this.d.pool.query<{ partition: number; n: number; age: number }>(
+        `SELECT partition, count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age FROM job
          WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
          GROUP BY partition`,
         [rts.map((r) => r.partition), this.d.config.reconcileGraceMs],
       );
-      const overdue = new Map(rows.map((r) => [r.partition, r.n]));
+      const overdue = new Map(rows.map((r) => [r.partition, r]));
       const dlq = await this.d.pool.query<{ n: number; age: number | null }>(
         `SELECT count(*)::int AS n, extract(epoch FROM now() - min(dead_at))::float8 AS age
          FROM dead_letter WHERE replayed_at IS NULL`,
       );
       this.d.metrics.dlqSize.set(dlq.rows[0]?.n ?? 0);
       this.d.metrics.dlqOldestAge.set(dlq.rows[0]?.age ?? 0);
-      for (const rt of rts)
-        this.d.metrics.overdue.set({ partition: String(rt.partition) }, overdue.get(rt.partition) ?? 0);
-      this.tenantBacklog.count(
-        rts.map((r) => r.partition),
-        rows.some((r) => r.n > 0),
-      );
+      for (const rt of rts) {
+        const o = overdue.get(rt.partition);
+        this.d.metrics.overdue.set({ partition: String(rt.partition) }, o?.n ?? 0);
+        this.d.metrics.overdueOldestAge.set({ partition: String(rt.partition) }, Math.max(0, o?.age ?? 0));
+      }
+      const partitions = rts.map((r) => r.partition);
+      this.backlogCounts.tenants.count(partitions, !rows.some((r) => r.n > 0));
+      this.backlogCounts.queues.count(partitions);
     } catch (err) {
       this.d.log.error({ err }, 'reconcile failed');
     }
     return total;
+  }
+
+  private forgetBacklogCounts(): void {
+    this.backlogCounts.tenants.forget();
+    this.backlogCounts.queues.forget();
   }
 
   /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */

@@ -29,6 +29,8 @@ export { jobLoadWindow } from './job-window.js';
 export { DISPATCH_SQL_FIELDS } from './dispatch-record.js';
 export type { DispatchedJob } from './dispatch-record.js';
 export { pruneFinishedJobs, pruneOlderThan } from './retention.js';
+export { queueDepth } from './queue-depth.js';
+export type { QueueDepthRow } from './queue-depth.js';
 export {
   leaseAcquire,
   leaseAcquireMany,
