@@ -6,7 +6,7 @@ describe('partitionsToDrain (which partitions a catch-up round may claim from)',
   const make = (partition: number, dues: number[]) => {
     const index = wheelIndexFactory()();
     dues.forEach((d, i) => index.upsert(`j${partition}-${i}`, d));
-    return { partition, index };
+    return { partition, index, nextDueMs: () => index.nextDueMs() };
   };
 
   it('leaves out a partition whose wheel is behind by more than the grace, keeps the others', () => {

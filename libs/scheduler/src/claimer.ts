@@ -9,6 +9,7 @@ import {
 } from '@sched/store';
 import type { SchedulerCodec } from './commands.js';
 import type { PartitionRuntime } from './partition-runtime.js';
+import type { DueEntry } from './due-index.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
 export interface ClaimOutcome {
@@ -20,7 +21,7 @@ export interface ClaimOutcome {
 /** One partition's share of a firing round. */
 export interface ClaimGroup {
   rt: PartitionRuntime;
-  entries: { jobId: string; dueMs: number }[];
+  entries: DueEntry[];
 }
 
 export interface RoundOutcome {

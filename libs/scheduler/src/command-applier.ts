@@ -37,6 +37,7 @@ import {
   type KnownNames,
   type ValidationLimits,
 } from './command-validation.js';
+import type { FireTags } from './fair-ready.js';
 import type { PartitionRuntime } from './partition-runtime.js';
 import { dispatchOutboxRow } from './claimer.js';
 import { scheduleEntryId, type ScheduleGenerator } from './schedule-generator.js';
@@ -68,6 +69,8 @@ export interface ApplierDeps {
   dispatchOnCreateLeaseMs: number | null;
   /** Called with the jobs dispatched by their create (claim metrics). */
   onDispatched(jobs: readonly ClaimedJob[]): void;
+  /** Tenant and priority tags for the due-time index (fair firing in a burst). */
+  fireTags: FireTags;
 }
 
 /**
@@ -146,14 +149,15 @@ export class CommandApplier {
     // Index updates after commit: the index only ever mirrors committed state.
     for (const e of effects) {
       if (e.dueMs === null || e.dueMs < 0) rt.index.remove(e.jobId);
-      else if (e.dueMs < rt.loadedUntilMs) rt.index.upsert(e.jobId, e.dueMs);
+      else if (e.dueMs < rt.loadedUntilMs) rt.index.upsert(e.jobId, e.dueMs, e.tag);
       else rt.index.remove(e.jobId);
     }
   }
 
   /** Applies consecutive runs of the same command type as one statement each, keeping order. */
   private async applyRuns(client: pg.ClientBase, rt: PartitionRuntime, cmds: SchedulerCommand[]) {
-    const effects: { jobId: string; dueMs: number | null }[] = [];
+    // `tag` where the command tells (a create); otherwise an entry keeps the tag it has.
+    const effects: { jobId: string; dueMs: number | null; tag?: number }[] = [];
     const outbox: OutboxRow[] = [];
     const dispatchedNow: ClaimedJob[] = [];
     const event = (type: 'CANCELLED' | 'RESCHEDULED', j: VersionedJob, detail: string | null) => {
@@ -211,7 +215,11 @@ export class CommandApplier {
           const gone = new Set(dispatched.map((d) => d.jobId));
           for (const job of jobs) {
             if (created.has(job.jobId) && !gone.has(job.jobId))
-              effects.push({ jobId: job.jobId, dueMs: job.dueAtMs });
+              effects.push({
+                jobId: job.jobId,
+                dueMs: job.dueAtMs,
+                tag: this.d.fireTags.tag(job.tenantId, job.priority),
+              });
           }
           // Their outbox rows go with the events' in one insert at the end of this transaction.
           for (const d of dispatched) outbox.push(dispatchOutboxRow(this.d.codec, d, rt.partition, rt.epoch));

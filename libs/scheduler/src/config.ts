@@ -35,6 +35,12 @@ export interface SchedulerOptions {
    * It reads a row per overdue or in-flight job, so not every round.
    */
   queueBacklogEveryMs: number;
+  /**
+   * Due entries per partition moved out of the wheel ahead of the claim, so that a firing round
+   * can choose among them by priority class and tenant (see FairReady); 0: no lookahead, rounds
+   * take entries in due order only.
+   */
+  fairLookahead: number;
   reapEveryMs: number;
   /** Clock-skew margin added to lease expiry before reaping. */
   reapSkewMarginMs: number;
@@ -118,6 +124,7 @@ export const schedulerDefaults: SchedulerOptions = {
   reconcileGraceMs: 2_000,
   tenantBacklogEveryMs: 30_000,
   queueBacklogEveryMs: 10_000,
+  fairLookahead: 10_000,
   reapEveryMs: 1_000,
   reapSkewMarginMs: 2_000,
   maxPayloadBytes: 256 * 1024,
@@ -176,6 +183,11 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
     requireNonNegativeInt(problem, 'queueBacklogEveryMs', c.queueBacklogEveryMs);
+    requireNonNegativeInt(problem, 'fairLookahead', c.fairLookahead);
+    if (c.fairLookahead > 1_000_000)
+      problem(
+        'fairLookahead above 1000000 holds that many due entries per partition in memory; use ≤ 1000000',
+      );
     if (c.minRoundGapMs > 100) problem('minRoundGapMs above 100 ms delays every job that much; use ≤ 100');
     requireNonNegativeInt(problem, 'finishedJobRetentionMs', c.finishedJobRetentionMs);
     if (c.horizonExtendEveryMs >= c.horizonMs)
@@ -203,6 +215,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   reconcileGraceMs: { env: 'SCHED_RECONCILE_GRACE_MS', kind: 'int' },
   tenantBacklogEveryMs: { env: 'SCHED_TENANT_BACKLOG_EVERY_MS', kind: 'int' },
   queueBacklogEveryMs: { env: 'SCHED_QUEUE_BACKLOG_EVERY_MS', kind: 'int' },
+  fairLookahead: { env: 'SCHED_FAIR_LOOKAHEAD', kind: 'int' },
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Logger } from '@sched/logging';
 import type { Claimer, ClaimGroup, RoundOutcome } from './claimer.js';
 import { schedulerConfig } from './config.js';
-import type { DueIndex } from './due-index.js';
+import type { DueEntry, DueIndex } from './due-index.js';
+import { FireTags } from './fair-ready.js';
 import { FiringDriver } from './firing-driver.js';
 import { PartitionRuntime } from './partition-runtime.js';
 import type { ScheduleGenerator } from './schedule-generator.js';
@@ -10,14 +11,15 @@ import { createSchedulerMetrics } from './scheduler-metrics.js';
 
 /** A sorted-array index: enough for a unit test of the driver. */
 function arrayIndex(): DueIndex {
-  const e: { jobId: string; dueMs: number }[] = [];
+  const e: DueEntry[] = [];
   return {
     get size() {
       return e.length;
     },
-    upsert(jobId, dueMs) {
+    upsert(jobId, dueMs, tag) {
+      const old = e.find((x) => x.jobId === jobId);
       this.remove(jobId);
-      e.push({ jobId, dueMs });
+      e.push({ jobId, dueMs, tag: tag ?? old?.tag ?? 0 });
       e.sort((a, b) => a.dueMs - b.dueMs);
     },
     remove(jobId) {
@@ -57,23 +59,38 @@ function recordingLog(warnings: { obj: Record<string, unknown>; msg: string }[])
   return log as unknown as Logger;
 }
 
+/** A driver over one partition runtime, with a claimer that records its rounds. */
+function driverFor(
+  rt: PartitionRuntime,
+  seen: ClaimGroup[][],
+  config: Parameters<typeof schedulerConfig>[0],
+  opts: { claimMs?: number; log?: Logger; metrics?: ReturnType<typeof createSchedulerMetrics> } = {},
+): FiringDriver {
+  return new FiringDriver({
+    config: schedulerConfig(config),
+    claimer: slowClaimer(opts.claimMs ?? 0, seen),
+    generator: {} as ScheduleGenerator,
+    metrics: opts.metrics ?? createSchedulerMetrics('test'),
+    log: opts.log ?? recordingLog([]),
+    runtimes: () => [rt],
+    release: () => undefined,
+    applyGeneration: () => undefined,
+  });
+}
+
 async function runOnce(claimMs: number, slowRoundMs: number, jobs = 1) {
   const rt = new PartitionRuntime(0, 1, -1, arrayIndex());
   for (let i = 1; i <= jobs; i++) rt.index.upsert(`job-${i}`, Date.now() - 5);
   const warnings: { obj: Record<string, unknown>; msg: string }[] = [];
   const seen: ClaimGroup[][] = [];
   const metrics = createSchedulerMetrics('test');
-  const driver = new FiringDriver({
-    // One job per round, so `jobs` jobs make `jobs` rounds (two in flight at once).
-    config: schedulerConfig({ slowRoundMs, claimBatchSize: 1, minRoundGapMs: 0 }),
-    claimer: slowClaimer(claimMs, seen),
-    generator: {} as ScheduleGenerator,
-    metrics,
-    log: recordingLog(warnings),
-    runtimes: () => [rt],
-    release: () => undefined,
-    applyGeneration: () => undefined,
-  });
+  // One job per round, so `jobs` jobs make `jobs` rounds (two in flight at once).
+  const driver = driverFor(
+    rt,
+    seen,
+    { slowRoundMs, claimBatchSize: 1, minRoundGapMs: 0 },
+    { claimMs, log: recordingLog(warnings), metrics },
+  );
   driver.fireDue();
   await new Promise((r) => setTimeout(r, Math.ceil(jobs / 2) * claimMs + 150));
   driver.stop();
@@ -121,16 +138,7 @@ describe('FiringDriver round gap', () => {
     rt.index.upsert('a', t0);
     rt.index.upsert('b', t0 + 1);
     const seen: ClaimGroup[][] = [];
-    const driver = new FiringDriver({
-      config: schedulerConfig({ minRoundGapMs }),
-      claimer: slowClaimer(0, seen),
-      generator: {} as ScheduleGenerator,
-      metrics: createSchedulerMetrics('test'),
-      log: recordingLog([]),
-      runtimes: () => [rt],
-      release: () => undefined,
-      applyGeneration: () => undefined,
-    });
+    const driver = driverFor(rt, seen, { minRoundGapMs });
     driver.fireDue();
     driver.arm();
     const rounds: string[][][] = [];
@@ -159,5 +167,64 @@ describe('FiringDriver round gap', () => {
   it('refuses a negative or an excessive gap', () => {
     expect(() => schedulerConfig({ minRoundGapMs: -1 })).toThrow(/minRoundGapMs/);
     expect(() => schedulerConfig({ minRoundGapMs: 500 })).toThrow(/minRoundGapMs/);
+  });
+
+  describe('fair lookahead', () => {
+    /** 50 jobs of tenant big due first, then 5 of tenant small, then 2 high-priority ones of big. */
+    async function firstRound(fairLookahead: number) {
+      const t0 = Date.now();
+      const tags = new FireTags();
+      const rt = new PartitionRuntime(0, 1, -1, arrayIndex());
+      for (let i = 0; i < 50; i++) rt.index.upsert(`big-${i}`, t0 - 100 + i, tags.tag('big', 0));
+      for (let i = 0; i < 5; i++) rt.index.upsert(`small-${i}`, t0 - 20 + i, tags.tag('small', 0));
+      for (let i = 0; i < 2; i++) rt.index.upsert(`urgent-${i}`, t0 - 5 + i, tags.tag('big', 5));
+      const seen: ClaimGroup[][] = [];
+      const driver = driverFor(rt, seen, {
+        claimBatchSize: 10,
+        claimConcurrency: 1,
+        minRoundGapMs: 0,
+        fairLookahead,
+      });
+      driver.fireDue();
+      await new Promise((r) => setTimeout(r, 50));
+      driver.stop();
+      const rounds = seen.map((groups) => groups.flatMap((g) => g.entries.map((e) => e.jobId)));
+      return { rounds, rt };
+    }
+
+    it('serves high priority first, then equal shares per tenant, each in due order', async () => {
+      const { rounds, rt } = await firstRound(10_000);
+      expect(rounds[0]).toEqual([
+        'urgent-0',
+        'urgent-1',
+        'big-0',
+        'big-1',
+        'big-2',
+        'big-3',
+        'small-0',
+        'small-1',
+        'small-2',
+        'small-3',
+      ]);
+      // Everything is claimed in the end, each job once, none left waiting.
+      const all = rounds.flat();
+      expect(all).toHaveLength(57);
+      expect(new Set(all).size).toBe(57);
+      expect(rt.ready.size).toBe(0);
+      expect(rt.index.size).toBe(0);
+    });
+
+    it('holds at most the lookahead per partition out of the wheel', async () => {
+      const { rounds } = await firstRound(12);
+      // 12 entries out of the wheel (due order: big-0..11), 10 of them claimed: nothing fairer yet.
+      expect(rounds[0]).toEqual(Array.from({ length: 10 }, (_, i) => `big-${i}`));
+      expect(rounds.flat()).toHaveLength(57);
+    });
+
+    it('with no lookahead, takes entries in due order only', async () => {
+      const { rounds } = await firstRound(0);
+      expect(rounds[0]).toEqual(Array.from({ length: 10 }, (_, i) => `big-${i}`));
+      expect(rounds.flat()).toHaveLength(57);
+    });
   });
 });

@@ -2,6 +2,7 @@ import { LogThrottle, type Logger } from '@sched/logging';
 import { FencedError } from '@sched/store';
 import type { ClaimGroup, Claimer, RoundPhases } from './claimer.js';
 import type { SchedulerConfig } from './config.js';
+import type { DueEntry } from './due-index.js';
 import type { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import {
@@ -23,6 +24,12 @@ export interface FiringDeps {
   /** Applies what a schedule generation pass decided to the partition's index. */
   applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void;
 }
+
+/**
+ * Most due entries one round moves out of a partition's wheel into its ready set: bounds the
+ * synchronous work of a round (~4 ms a partition) while letting the lookahead fill in a few rounds.
+ */
+export const FAIR_REFILL = 4_096;
 
 /** Slow claim rounds are logged at most this often (each is counted in the metric). */
 export const SLOW_LOG_EVERY_MS = 1_000;
@@ -53,7 +60,7 @@ export class FiringDriver {
   arm(force = false): void {
     if (this.stopping) return;
     let next = Infinity;
-    for (const rt of this.d.runtimes()) next = Math.min(next, rt.index.nextDueMs());
+    for (const rt of this.d.runtimes()) next = Math.min(next, rt.nextDueMs());
     const at = Math.max(
       Math.min(next, Date.now() + this.d.config.maxSleepMs),
       this.lastRoundAt + this.d.config.minRoundGapMs,
@@ -100,19 +107,42 @@ export class FiringDriver {
     }
   }
 
-  /** Takes the expired entries of the owned partitions, up to claimBatchSize in all. */
+  /**
+   * Takes due entries of the owned partitions, up to claimBatchSize in all, partitions in rotating
+   * order. With a fair lookahead (`fairLookahead` > 0) each partition first moves up to
+   * `FAIR_REFILL` (or a batch, if larger) of its due entries out of its wheel into its ready set
+   * (holding at most the lookahead; in a 100k burst over 12 partitions two rounds take all of it), and
+   * the round takes from that by priority class and tenant (`FairReady`): in a burst larger than
+   * a round, a small tenant's jobs due in the same second, or a few high-priority ones, are not
+   * left behind everything due a moment before them.
+   */
   private collectDue(): ClaimGroup[] {
     const now = Date.now();
     const rts = this.d.runtimes();
     const groups: ClaimGroup[] = [];
-    let budget = this.d.config.claimBatchSize;
+    const { claimBatchSize, fairLookahead } = this.d.config;
+    let budget = claimBatchSize;
+    if (fairLookahead > 0) {
+      for (const rt of rts) {
+        const room = Math.min(Math.max(claimBatchSize, FAIR_REFILL), fairLookahead - rt.ready.size);
+        if (rt.closed || room <= 0 || rt.index.nextDueMs() > now) continue;
+        for (const e of rt.index.advance(now, room)) rt.ready.push(e);
+      }
+    }
     for (let k = 0; k < rts.length && budget > 0; k++) {
       const rt = rts[(this.roundCursor + k) % rts.length]!;
-      if (rt.closed || rt.index.nextDueMs() > now) continue;
-      const expired = rt.index.advance(now, budget);
-      if (expired.length === 0) continue;
-      budget -= expired.length;
-      groups.push({ rt, entries: expired });
+      if (rt.closed) continue;
+      let entries: DueEntry[];
+      if (fairLookahead > 0) {
+        if (rt.ready.size === 0) continue;
+        entries = rt.ready.take(budget);
+      } else {
+        if (rt.index.nextDueMs() > now) continue;
+        entries = rt.index.advance(now, budget);
+      }
+      if (entries.length === 0) continue;
+      budget -= entries.length;
+      groups.push({ rt, entries });
     }
     this.roundCursor = (this.roundCursor + 1) % Math.max(1, rts.length);
     return groups;
@@ -149,7 +179,11 @@ export class FiringDriver {
       for (const rt of fenced) this.d.release(rt.partition, 'fenced');
       for (const g of jobs) {
         const out = outcomes.get(g.rt.partition);
-        if (out && !g.rt.closed) for (const e of out.notYetDue) g.rt.index.upsert(e.jobId, e.dueMs);
+        if (out && !g.rt.closed && out.notYetDue.length > 0) {
+          // Moved later meanwhile (rescheduled): back into the index, with the tag it had.
+          const tags = new Map(g.entries.map((e) => [e.jobId, e.tag]));
+          for (const e of out.notYetDue) g.rt.index.upsert(e.jobId, e.dueMs, tags.get(e.jobId) ?? 0);
+        }
       }
     } catch (err) {
       // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient failure
@@ -159,7 +193,7 @@ export class FiringDriver {
       }
       for (const g of jobs)
         if (!g.rt.closed)
-          for (const e of g.entries) g.rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100));
+          for (const e of g.entries) g.rt.index.upsert(e.jobId, Math.max(e.dueMs, Date.now() + 100), e.tag);
       throw err;
     }
   }

@@ -1,4 +1,5 @@
 import type { DueIndex } from './due-index.js';
+import { FairReady } from './fair-ready.js';
 
 /**
  * What this process holds for one owned partition of the command topic: its fencing epoch, the
@@ -10,6 +11,8 @@ export class PartitionRuntime {
   /** Set when a write was refused by the fence or the partition was revoked: stop all work. */
   closed = false;
   loadedUntilMs = 0;
+  /** Entries taken out of `index` as due and not claimed yet, served fairly (see FairReady). */
+  readonly ready = new FairReady();
   private lane: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -18,6 +21,13 @@ export class PartitionRuntime {
     public appliedOffset: number,
     readonly index: DueIndex,
   ) {}
+
+  /** The earliest due time this partition holds, in its index or ready to claim (Infinity: none). */
+  nextDueMs(): number {
+    return this.ready.size > 0
+      ? Math.min(this.ready.oldestDueMs(), this.index.nextDueMs())
+      : this.index.nextDueMs();
+  }
 
   /** Runs `work` after every earlier lane task of this partition has finished. */
   serial<T>(work: () => Promise<T>): Promise<T> {

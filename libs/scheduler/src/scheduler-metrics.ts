@@ -99,7 +99,7 @@ export function createSchedulerMetrics(ownerId: string) {
     wheelSize: gauge(
       registry,
       'sched_wheel_size',
-      'entries in the due-time index, per owned partition (read at scrape)',
+      'entries in the due-time index, per owned partition, with those moved out as due for a fair round and not claimed yet (read at scrape)',
       ['partition'],
       (g) => {
         g.reset();

@@ -28,6 +28,7 @@ import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
 import { RateWindow } from './rate-window.js';
+import { FireTags } from './fair-ready.js';
 import { type BacklogCount, queueBacklog, tenantBacklog } from './backlog-counts.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
@@ -68,6 +69,8 @@ export class Scheduler {
     queues: BacklogCount;
   };
   private readonly firing: FiringDriver;
+  /** One numbering of tenants for every owned partition's index. */
+  private readonly fireTags = new FireTags();
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
   private observer: DispatchObserver | null = null;
@@ -104,7 +107,9 @@ export class Scheduler {
       }),
     };
     d.metrics.setWheelSizeSource(() =>
-      [...this.runtimes.values()].filter((r) => !r.closed).map((r) => [r.partition, r.index.size] as const),
+      [...this.runtimes.values()]
+        .filter((r) => !r.closed)
+        .map((r) => [r.partition, r.index.size + r.ready.size] as const),
     );
     this.firing = new FiringDriver({
       config: d.config,
@@ -135,6 +140,7 @@ export class Scheduler {
       lifecycleEvents: c.lifecycleEvents,
       dispatchOnCreateLeaseMs: c.dispatchOnCreate ? c.dispatchLeaseMs : null,
       onDispatched: (jobs) => this.claimer.observe(jobs, 'create'),
+      fireTags: this.fireTags,
     });
     const sessionMs = await negotiatedSessionTimeout(
       this.d.kafka,
@@ -203,7 +209,7 @@ export class Scheduler {
   ownership(): { partition: number; epoch: number; wheelSize: number }[] {
     return [...this.runtimes.values()]
       .filter((r) => !r.closed)
-      .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size }));
+      .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size + r.ready.size }));
   }
 
   // --- ownership -------------------------------------------------------------------------
@@ -275,11 +281,11 @@ export class Scheduler {
     const from = rt.loadedUntilMs === 0 ? Date.now() - this.d.config.reconcileGraceMs : rt.loadedUntilMs;
     for await (const page of jobLoadWindow(this.d.pool, rt.partition, from, untilMs)) {
       if (rt.closed) return;
-      for (const e of page) rt.index.upsert(e.jobId, e.dueAtMs);
+      for (const e of page) rt.index.upsert(e.jobId, e.dueAtMs, this.fireTags.tag(e.tenantId, e.priority));
     }
     for (const sch of await scheduleLoadWindow(this.d.pool, rt.partition, untilMs)) {
       if (rt.closed) return;
-      rt.index.upsert(scheduleEntryId(sch.scheduleId), sch.nextFireAtMs ?? Date.now());
+      rt.index.upsert(scheduleEntryId(sch.scheduleId), sch.nextFireAtMs ?? Date.now(), FireTags.FIRST);
     }
     rt.loadedUntilMs = untilMs;
   }
@@ -409,7 +415,7 @@ export class Scheduler {
     }
     for (const s of fx.schedules) {
       if (s.nextFireAtMs !== null && s.nextFireAtMs < rt.loadedUntilMs)
-        rt.index.upsert(scheduleEntryId(s.scheduleId), s.nextFireAtMs);
+        rt.index.upsert(scheduleEntryId(s.scheduleId), s.nextFireAtMs, FireTags.FIRST);
       else rt.index.remove(scheduleEntryId(s.scheduleId));
     }
   }
@@ -467,12 +473,12 @@ export class Scheduler {
  * being set up: a partition of it not yet claimed may hold higher priorities than the ones ready,
  * and a round then would drain their lower priorities first. See `reconcileOnce`.
  */
-export function partitionsToDrain<R extends { index: { nextDueMs(): number } }>(
+export function partitionsToDrain<R extends { nextDueMs(): number }>(
   rts: readonly R[],
   nowMs: number,
   graceMs: number,
   assignmentInProgress = false,
 ): R[] {
   if (assignmentInProgress) return [];
-  return rts.filter((r) => r.index.nextDueMs() > nowMs - graceMs);
+  return rts.filter((r) => r.nextDueMs() > nowMs - graceMs);
 }

@@ -1,5 +1,5 @@
 import { TimingWheel } from '@sched/timing-wheel';
-import type { DueIndex } from './due-index.js';
+import type { DueEntry, DueIndex } from './due-index.js';
 
 /** A DueIndex over the hierarchical timing wheel; one wheel per owned partition. */
 export function wheelIndexFactory(
@@ -11,8 +11,8 @@ export function wheelIndexFactory(
       get size() {
         return wheel.size;
       },
-      upsert(jobId, dueMs) {
-        if (!wheel.rescheduleById(jobId, dueMs)) wheel.add(jobId, dueMs);
+      upsert(jobId, dueMs, tag) {
+        if (!wheel.rescheduleById(jobId, dueMs, tag)) wheel.add(jobId, dueMs, tag ?? 0);
       },
       remove(jobId) {
         return wheel.cancelById(jobId);
@@ -22,8 +22,9 @@ export function wheelIndexFactory(
       },
       advance(nowMs, maxBatch) {
         const batch = wheel.advance(nowMs, maxBatch);
-        const out: { jobId: string; dueMs: number }[] = new Array(batch.length);
-        for (let i = 0; i < batch.length; i++) out[i] = { jobId: batch.ids[i]!, dueMs: batch.dueMs[i]! };
+        const out: DueEntry[] = new Array(batch.length);
+        for (let i = 0; i < batch.length; i++)
+          out[i] = { jobId: batch.ids[i]!, dueMs: batch.dueMs[i]!, tag: batch.tags[i]! };
         return out;
       },
     };

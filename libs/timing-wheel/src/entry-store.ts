@@ -13,6 +13,9 @@ import { TimingWheelError, WheelErrorCode } from './wheel-error';
  * The job id of record s lives at the same index in the id index's own per-slot area. Record 0 is never
  * handed out (the id index uses its area as scratch), so no handle is 0.
  *
+ * A caller's int32 tag per record (`tags[s]`: say, a tenant and a priority class) sits in its own
+ * array beside the records, 4 bytes a record; the wheel hands it back with each expired entry.
+ *
  * Besides, one bit per record marks an entry cancelled by id but not yet unlinked from its bucket (or the
  * overdue heap): it is no longer live (not in `live`, its handles are stale), and the wheel frees it with
  * `releaseDead` when it next reads it there. The bitmap is 1/128 of the records: it stays in cache.
@@ -35,6 +38,8 @@ export class EntryStore {
   f64!: Float64Array;
   i32!: Int32Array;
   u32!: Uint32Array;
+  /** The caller's tag of record s. */
+  tags!: Int32Array;
   /** Records allocated. */
   capacity = 0;
   /** Records ever handed out (high-water mark), record 0 included. */
@@ -126,7 +131,7 @@ export class EntryStore {
   }
 
   get bytes(): number {
-    return this.capacity * RECORD_BYTES + this.deadBits.byteLength;
+    return this.capacity * RECORD_BYTES + this.tags.byteLength + this.deadBits.byteLength;
   }
 
   private grow(needed: number): void {
@@ -144,6 +149,9 @@ export class EntryStore {
     if (this.capacity > 0) {
       new Uint8Array(buffer).set(new Uint8Array(this.f64.buffer, 0, this.top * RECORD_BYTES));
     }
+    const tags = new Int32Array(capacity);
+    if (this.capacity > 0) tags.set(this.tags.subarray(0, this.top));
+    this.tags = tags;
     const bits = new Int32Array((capacity + 31) >>> 5);
     if (this.capacity > 0) bits.set(this.deadBits);
     this.deadBits = bits;

@@ -3,6 +3,8 @@ export interface WheelEntry {
   readonly id: string;
   /** Due time in ms since the epoch: an integer in [0, Number.MAX_SAFE_INTEGER]. */
   readonly dueMs: number;
+  /** The caller's int32 tag (a tenant, a priority class); 0 when not given. */
+  readonly tag?: number;
 }
 
 /**
@@ -16,17 +18,29 @@ export class ExpiredBatch {
   readonly ids: string[] = [];
   /** `dueMs[i]` for i < length; the buffer may be longer than `length`. */
   dueMs = new Float64Array(16);
+  /** `tags[i]` for i < length: the tag each entry was added with. */
+  tags = new Int32Array(16);
 
-  /** Copies the batch out as plain objects (convenient; the hot path reads the arrays). */
+  /** Copies the batch out as plain objects, `tag` only where it is not 0 (the hot path reads the arrays). */
   toArray(): WheelEntry[] {
     const entries: WheelEntry[] = [];
-    for (let i = 0; i < this.length; i++) entries.push({ id: this.ids[i]!, dueMs: this.dueMs[i]! });
+    for (let i = 0; i < this.length; i++) {
+      const tag = this.tags[i]!;
+      entries.push(
+        tag === 0
+          ? { id: this.ids[i]!, dueMs: this.dueMs[i]! }
+          : { id: this.ids[i]!, dueMs: this.dueMs[i]!, tag },
+      );
+    }
     return entries;
   }
 
   /** @internal Makes room for `maxBatch` entries. */
   prepare(maxBatch: number): void {
-    if (this.dueMs.length < maxBatch) this.dueMs = new Float64Array(maxBatch);
+    if (this.dueMs.length < maxBatch) {
+      this.dueMs = new Float64Array(maxBatch);
+      this.tags = new Int32Array(maxBatch);
+    }
   }
 
   /** @internal Seals the batch at `length` entries. */

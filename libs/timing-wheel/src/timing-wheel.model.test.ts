@@ -96,7 +96,12 @@ interface Config {
 interface ModelEntry {
   dueMs: number;
   handle: WheelHandle;
+  /** The caller's tag: derived from the op's offset, so runs stay reproducible from the seed. */
+  tag: number;
 }
+
+/** A tag for an op: any int32, 0 often (the default). */
+const tagOf = (offset: number): number => (offset % 3 === 0 ? 0 : Math.imul(offset, 2_654_435_761));
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -131,6 +136,7 @@ function run(cfg: Config, ops: Op[]): void {
       expect(dueMs).toBeLessThanOrEqual(nowMs); // never early
       expect(dueMs).toBe(dueOrder[i]); // earliest first: a prefix of the model's due order
       expect(model.get(id)?.dueMs).toBe(dueMs); // the entry itself
+      expect(batch.tags[i]).toBe(model.get(id)?.tag); // with its tag
       model.delete(id);
     }
     return batch.length;
@@ -155,10 +161,10 @@ function run(cfg: Config, ops: Op[]): void {
         const id = ID_POOL[o.key]!;
         const dueMs = clampDue(nowMs, o.offset);
         if (model.has(id)) {
-          expect(codeOf(() => wheel.add(id, dueMs))).toBe(WheelErrorCode.DuplicateId);
+          expect(codeOf(() => wheel.add(id, dueMs, tagOf(o.offset)))).toBe(WheelErrorCode.DuplicateId);
         } else {
-          const handle = wheel.add(id, dueMs);
-          model.set(id, { dueMs, handle });
+          const handle = wheel.add(id, dueMs, tagOf(o.offset));
+          model.set(id, { dueMs, handle, tag: tagOf(o.offset) });
           handles.push(handle);
         }
         break;
@@ -186,8 +192,13 @@ function run(cfg: Config, ops: Op[]): void {
         const id = ID_POOL[o.key]!;
         const dueMs = clampDue(nowMs, o.offset);
         const entry = model.get(id);
-        expect(wheel.rescheduleById(id, dueMs)).toBe(entry !== undefined);
-        if (entry) entry.dueMs = dueMs;
+        // Every other reschedule by id also sets the tag; the rest keep theirs.
+        const tag = o.offset % 2 === 0 ? tagOf(o.offset + 1) : undefined;
+        expect(wheel.rescheduleById(id, dueMs, tag)).toBe(entry !== undefined);
+        if (entry) {
+          entry.dueMs = dueMs;
+          if (tag !== undefined) entry.tag = tag;
+        }
         break;
       }
       case 'rescheduleHandle': {
@@ -215,7 +226,11 @@ function run(cfg: Config, ops: Op[]): void {
         break;
       }
       case 'load': {
-        const entries = o.entries.map((e) => ({ id: ID_POOL[e.key]!, dueMs: clampDue(nowMs, e.offset) }));
+        const entries = o.entries.map((e) => ({
+          id: ID_POOL[e.key]!,
+          dueMs: clampDue(nowMs, e.offset),
+          tag: tagOf(e.offset),
+        }));
         const ids = entries.map((e) => e.id);
         const clash = new Set(ids).size !== ids.length || ids.some((id) => model.has(id));
         if (clash) {
@@ -224,7 +239,7 @@ function run(cfg: Config, ops: Op[]): void {
           wheel.load(entries);
           for (const e of entries) {
             const handle = wheel.handleOf(e.id)!;
-            model.set(e.id, { dueMs: e.dueMs, handle });
+            model.set(e.id, { dueMs: e.dueMs, handle, tag: e.tag });
             handles.push(handle);
           }
         }

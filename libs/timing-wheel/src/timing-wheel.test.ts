@@ -320,6 +320,36 @@ describe('TimingWheel', () => {
     expect(out.map((e) => e.dueMs)).toEqual([5, ...entries.map((e) => e.dueMs).sort((a, b) => a - b)]);
   });
 
+  it("hands each entry's tag back with it, through reschedules, reuse, growth and load", () => {
+    const wheel = new TimingWheel({ startMs: 0 });
+    wheel.add('a', 10, 7);
+    wheel.add('b', 20);
+    wheel.add('c', 5_000, -2_147_483_648);
+    expect(wheel.tagOf('a')).toBe(7);
+    expect(wheel.tagOf('b')).toBe(0);
+    expect(wheel.tagOf('nope')).toBeUndefined();
+    expect(wheel.rescheduleById('a', 30)).toBe(true); // keeps its tag
+    expect(wheel.rescheduleById('b', 25, 2_147_483_647)).toBe(true); // takes the new one
+    wheel.add('zero', 40, 0);
+    expect(drain(wheel, 10_000)).toEqual([
+      { id: 'b', dueMs: 25, tag: 2_147_483_647 },
+      { id: 'a', dueMs: 30, tag: 7 },
+      { id: 'zero', dueMs: 40 },
+      { id: 'c', dueMs: 5_000, tag: -2_147_483_648 },
+    ]);
+    // Freed records are reused (and the pools grow past their first size): no tag is left over.
+    for (let i = 0; i < 3_000; i++) wheel.add(`n-${i}`, 20_000 + i, i % 5 === 0 ? i : 0);
+    wheel.load(Array.from({ length: 3_000 }, (_, i) => ({ id: `l-${i}`, dueMs: 30_000 + i, tag: -i })));
+    wheel.load([{ id: 'untagged', dueMs: 40_000 }]);
+    const out = drain(wheel, 50_000);
+    expect(out).toHaveLength(6_001);
+    for (const e of out) {
+      const [kind, n] = e.id.split('-');
+      const want = kind === 'n' ? (Number(n) % 5 === 0 ? Number(n) : 0) : kind === 'l' ? 0 - Number(n) : 0;
+      expect(e.tag ?? 0).toBe(want || 0);
+    }
+  });
+
   it('rejects invalid arguments with stable, non-retriable codes', () => {
     const wheel = new TimingWheel({ startMs: 0 });
     for (const due of [NaN, 1.5, -1, 2 ** 53, Infinity, '5' as unknown as number]) {
@@ -337,6 +367,11 @@ describe('TimingWheel', () => {
     ]) {
       expect(codeOf(() => wheel.add(id, 1))).toBe(WheelErrorCode.InvalidId);
       expect(codeOf(() => wheel.has(id))).toBe(WheelErrorCode.InvalidId);
+    }
+    for (const tag of [1.5, 2 ** 31, -(2 ** 31) - 1, NaN, '3' as unknown as number]) {
+      expect(codeOf(() => wheel.add('t', 1, tag))).toBe(WheelErrorCode.InvalidTag);
+      expect(codeOf(() => wheel.load([{ id: 't', dueMs: 1, tag }]))).toBe(WheelErrorCode.InvalidTag);
+      expect(codeOf(() => wheel.rescheduleById('t', 1, tag))).toBe(WheelErrorCode.InvalidTag);
     }
     expect(wheel.size).toBe(0);
     wheel.add('dup', 1);

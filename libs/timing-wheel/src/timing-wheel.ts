@@ -34,6 +34,13 @@ function invalidDue(dueMs: unknown): TimingWheelError {
   );
 }
 
+function invalidTag(tag: unknown): TimingWheelError {
+  return new TimingWheelError(
+    WheelErrorCode.InvalidTag,
+    `tag must be a 32-bit signed integer, got ${String(tag)}`,
+  );
+}
+
 /**
  * The scheduler's in-memory index of what is due next: a hierarchical timing wheel (the design of
  * Kafka's purgatory `TimingWheel`, Netty's `HashedWheelTimer` lineage) keyed by job id.
@@ -96,7 +103,7 @@ function invalidDue(dueMs: unknown): TimingWheelError {
  * record can make `nextDueMs()` earlier than the next due entry (still a lower bound).
  *
  * **Memory.** Per entry: a 16-byte record (due time, bucket position, generation) in one ArrayBuffer
- * with a free list through it, its number in a bucket (buckets are chains of 16-entry blocks, read as
+ * with a free list through it, the caller's 4-byte tag beside it, its number in a bucket (buckets are chains of 16-entry blocks, read as
  * contiguous memory: no pointer chasing), and for the id index a 48-byte slot (hash, length, UTF-8
  * bytes inline up to 40) plus an open-addressing table of (hash, record) int32 pairs, and 1 bit
  * (cancelled, waiting to leave its bucket). Cancelled records that wait add at most a quarter (plus
@@ -143,11 +150,13 @@ export class TimingWheel {
   }
 
   /**
-   * Adds job `id`, due at `dueMs`. Throws SCHED_E_WHEEL_INVALID_DUE, SCHED_E_WHEEL_INVALID_ID,
+   * Adds job `id`, due at `dueMs`, with an int32 `tag` of the caller's (handed back by `advance`).
+   * Throws SCHED_E_WHEEL_INVALID_DUE, SCHED_E_WHEEL_INVALID_ID, SCHED_E_WHEEL_INVALID_TAG,
    * SCHED_E_WHEEL_DUPLICATE_ID (the id is pending: use `rescheduleById`) or SCHED_E_WHEEL_CAPACITY.
    */
-  add(id: string, dueMs: number): WheelHandle {
+  add(id: string, dueMs: number, tag = 0): WheelHandle {
     if (!Number.isSafeInteger(dueMs) || dueMs < 0) throw invalidDue(dueMs);
+    if ((tag | 0) !== tag) throw invalidTag(tag);
     const { ids, store } = this;
     ids.ensureRoom();
     const s = store.alloc();
@@ -164,6 +173,7 @@ export class TimingWheel {
     }
     ids.insert(cell, s);
     store.f64[s * 2] = dueMs;
+    store.tags[s] = tag;
     this.wheel.insert(s, dueMs);
     return store.handleOf(s) as WheelHandle;
   }
@@ -174,8 +184,9 @@ export class TimingWheel {
    * or duplicate entry it throws (as `add`) and leaves the wheel as it was.
    */
   load(entries: readonly WheelEntry[]): void {
-    for (const { dueMs } of entries) {
+    for (const { dueMs, tag } of entries) {
       if (!Number.isSafeInteger(dueMs) || dueMs < 0) throw invalidDue(dueMs);
+      if (tag !== undefined && (tag | 0) !== tag) throw invalidTag(tag);
     }
     const { store, ids, wheel } = this;
     store.reserve(entries.length);
@@ -206,6 +217,7 @@ export class TimingWheel {
           ids.insert(cell, s);
           const dueMs = entries[i]!.dueMs;
           store.f64[s * 2] = dueMs;
+          store.tags[s] = entries[i]!.tag ?? 0;
           wheel.insert(s, dueMs);
           filed = i + 1;
         }
@@ -277,13 +289,24 @@ export class TimingWheel {
     return true;
   }
 
-  /** Moves the pending entry of job `id` to `dueMs`; false when there is none. */
-  rescheduleById(id: string, dueMs: number): boolean {
+  /**
+   * Moves the pending entry of job `id` to `dueMs`, and sets its tag when `tag` is given (it keeps
+   * its tag otherwise); false when there is none.
+   */
+  rescheduleById(id: string, dueMs: number, tag?: number): boolean {
     if (!Number.isSafeInteger(dueMs) || dueMs < 0) throw invalidDue(dueMs);
+    if (tag !== undefined && (tag | 0) !== tag) throw invalidTag(tag);
     const s = this.ids.find(id);
     if (s < 0) return false;
+    if (tag !== undefined) this.store.tags[s] = tag;
     this.move(s, dueMs);
     return true;
+  }
+
+  /** Tag of job `id`'s pending entry, or undefined when it is not pending. */
+  tagOf(id: string): number | undefined {
+    const s = this.ids.find(id);
+    return s < 0 ? undefined : this.store.tags[s];
   }
 
   /** Whether job `id` is pending. */
@@ -387,6 +410,7 @@ export class TimingWheel {
   private finishBatch(n: number): void {
     const { gathered, ids, store } = this;
     const names = this.batch.ids;
+    const tags = this.batch.tags;
     for (let from = 0; from < n; from += GROUP) {
       const to = Math.min(n, from + GROUP);
       // Start the group's id-area, table and record loads first, so that their cache and TLB misses
@@ -395,6 +419,7 @@ export class TimingWheel {
       for (let i = from; i < to; i++) {
         const s = gathered[i]!;
         names[i] = ids.idOf(s);
+        tags[i] = store.tags[s]!;
         ids.detach(s);
         store.release(s);
       }

@@ -11,6 +11,8 @@ export const WheelErrorCode = {
   InvalidBatch: 'SCHED_E_WHEEL_INVALID_BATCH',
   /** The job id is not a non-empty, well-formed string of at most 65,535 UTF-8 bytes. */
   InvalidId: 'SCHED_E_WHEEL_INVALID_ID',
+  /** A tag passed to `add`, `load` or `rescheduleById` is not a 32-bit signed integer. */
+  InvalidTag: 'SCHED_E_WHEEL_INVALID_TAG',
   /** `add` or `load` got a job id that is already pending in this wheel. */
   DuplicateId: 'SCHED_E_WHEEL_DUPLICATE_ID',
   /** A constructor option is missing or out of range. */

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { FairReady, FireTags } from './fair-ready.js';
+
+const entry = (jobId: string, dueMs: number, tag: number) => ({ jobId, dueMs, tag });
+
+describe('FireTags', () => {
+  it('gives each tenant its own number and keeps it', () => {
+    const tags = new FireTags();
+    const a = tags.tag('a', 0);
+    const b = tags.tag('b', 0);
+    expect(a).not.toBe(b);
+    expect(tags.tag('a', 0)).toBe(a);
+    // Same tenant, other classes: same tenant bits, other class bits.
+    expect(tags.tag('a', 5) >> 2).toBe(a >> 2);
+    expect(tags.tag('a', 5)).not.toBe(a);
+    expect(tags.tag('a', -3)).not.toBe(tags.tag('a', 5));
+  });
+});
+
+describe('FairReady', () => {
+  it('serves high before normal before low, whatever the due order', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    r.push(entry('low', 1, tags.tag('t', -1)));
+    r.push(entry('normal', 2, tags.tag('t', 0)));
+    r.push(entry('high', 3, tags.tag('t', 1)));
+    r.push(entry('schedule', 4, FireTags.FIRST));
+    expect(r.take(10).map((e) => e.jobId)).toEqual(['high', 'schedule', 'normal', 'low']);
+    expect(r.size).toBe(0);
+  });
+
+  it('gives every tenant an equal share of a take, each in its own due order', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    for (let i = 0; i < 1000; i++) r.push(entry(`big-${i}`, i, tags.tag('big', 0)));
+    for (let i = 0; i < 3; i++) r.push(entry(`small-${i}`, 2000 + i, tags.tag('small', 0)));
+    const first = r.take(10);
+    // The small tenant's three come in the first take despite being due after all 1000.
+    expect(first.filter((e) => e.jobId.startsWith('small')).map((e) => e.jobId)).toEqual([
+      'small-0',
+      'small-1',
+      'small-2',
+    ]);
+    // What the small tenant left goes to the big one: the take is full.
+    expect(first).toHaveLength(10);
+    expect(first.filter((e) => e.jobId.startsWith('big')).map((e) => e.dueMs)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(r.size).toBe(993);
+    expect(r.oldestDueMs()).toBe(7);
+    const rest = r.take(5000);
+    expect(rest).toHaveLength(993);
+    expect(rest.map((e) => e.dueMs)).toEqual(Array.from({ length: 993 }, (_, i) => i + 7));
+    expect(r.oldestDueMs()).toBe(Infinity);
+  });
+
+  it('rotates which tenant goes first so a take of 1 does not always favour the same one', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    for (let i = 0; i < 4; i++) {
+      r.push(entry(`a-${i}`, i, tags.tag('a', 0)));
+      r.push(entry(`b-${i}`, i, tags.tag('b', 0)));
+    }
+    const order = Array.from({ length: 8 }, () => r.take(1)[0]!.jobId);
+    expect(order).toEqual(['a-0', 'b-0', 'a-1', 'b-1', 'a-2', 'b-2', 'a-3', 'b-3']);
+  });
+
+  it('keeps its FIFO right across compaction of a long queue', () => {
+    const r = new FairReady();
+    for (let i = 0; i < 5000; i++) r.push(entry(`j-${i}`, i, 0));
+    const seen: number[] = [];
+    while (r.size > 0) {
+      for (const e of r.take(700)) seen.push(e.dueMs);
+      if (r.size > 0) expect(r.oldestDueMs()).toBe(seen.length);
+    }
+    expect(seen).toEqual(Array.from({ length: 5000 }, (_, i) => i));
+  });
+});

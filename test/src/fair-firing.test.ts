@@ -1,0 +1,69 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createJob, until } from './support/kafka.js';
+import { Scenario } from './support/scenario.js';
+
+/**
+ * A burst larger than a firing round: tenant `big` has 4,000 jobs due at T, tenant `small` 20 due
+ * at T + 20 ms, and `big` one high-priority job due at T + 30 ms. In due order, the small tenant's
+ * jobs and the urgent one are claimed after all 4,000; with the fair lookahead (the default), in
+ * the first rounds after they fall due. Run both ways on the real stack, so the test shows it can
+ * fail.
+ */
+describe('fair firing in a burst: priority class, then tenant shares', () => {
+  const scenarios: Scenario[] = [];
+  afterAll(async () => {
+    for (const s of scenarios) await s.close();
+  });
+
+  async function burst(lookahead: number | null) {
+    const s = await Scenario.create(lookahead === 0 ? 'unfair' : 'fair', 2);
+    scenarios.push(s);
+    await s.db.pool.query("INSERT INTO tenant (tenant_id) VALUES ('big'), ('small') ON CONFLICT DO NOTHING");
+    await s.startScheduler({
+      // Small rounds, one at a time: the burst takes many rounds, as 100k do with the defaults.
+      SCHED_CLAIM_BATCH_SIZE: '100',
+      SCHED_CLAIM_CONCURRENCY: '1',
+      ...(lookahead === null ? {} : { SCHED_FAIR_LOOKAHEAD: String(lookahead) }),
+    });
+    const T = Date.now() + 8_000;
+    const big = 4_000;
+    const jobs = [
+      ...Array.from({ length: big }, (_, i) => ({ ...createJob(`big-${i}`, s.queue, T), tenantId: 'big' })),
+      ...Array.from({ length: 20 }, (_, i) => ({
+        ...createJob(`small-${i}`, s.queue, T + 20),
+        tenantId: 'small',
+      })),
+      { ...createJob('urgent', s.queue, T + 30, { priority: 5 }), tenantId: 'big' },
+    ];
+    await s.producer.send(jobs);
+    await until('every job dispatched', 60_000, async () => s.collector.seen.length >= jobs.length);
+    const records = s.collector.seen.map((d) => d.record);
+    expect(new Set(records.map((r) => r.jobId)).size).toBe(jobs.length);
+    expect(records.filter((r) => r.claimedAtMs < r.dueAtMs)).toEqual([]); // never early
+    const bigClaims = records.filter((r) => r.jobId.startsWith('big-')).map((r) => r.claimedAtMs);
+    // How many of big's jobs were claimed before each of the others.
+    const before = (jobId: string) => {
+      const at = records.find((r) => r.jobId === jobId)!.claimedAtMs;
+      return bigClaims.filter((c) => c < at).length;
+    };
+    const smallBefore = Math.max(...Array.from({ length: 20 }, (_, i) => before(`small-${i}`)));
+    const urgentBefore = before('urgent');
+    const lastBig = Math.max(...bigClaims);
+    console.log(
+      `fair firing (lookahead ${lookahead ?? 'default'}): big jobs claimed before the last small one ${smallBefore}, before the urgent one ${urgentBefore}, of ${big}; burst claimed over ${lastBig - T} ms`,
+    );
+    return { smallBefore, urgentBefore, big };
+  }
+
+  it('in due order only (no lookahead), the others wait for the whole burst', async () => {
+    const r = await burst(0);
+    expect(r.smallBefore).toBeGreaterThan(r.big * 0.9);
+    expect(r.urgentBefore).toBeGreaterThan(r.big * 0.9);
+  });
+
+  it('with the lookahead, the small tenant and the urgent job go within the first rounds', async () => {
+    const r = await burst(null);
+    expect(r.smallBefore).toBeLessThan(r.big / 2);
+    expect(r.urgentBefore).toBeLessThan(r.big / 2);
+  });
+});
