@@ -169,11 +169,22 @@ describe('store: fencing and claims against real Postgres', () => {
 
   it('the lease reaper returns an expired dispatch to SCHEDULED with the attempt counted', async () => {
     const own = await partitionClaim(db().pool, 4, 'a');
-    await inTransaction(db().pool, (c) => jobCreateBatch(c, 4, own.epoch, [job('lease-1', Date.now() - 1)]));
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(c, 4, own.epoch, [{ ...job('lease-1', Date.now() - 1), priority: 3 }]),
+    );
     await inTransaction(db().pool, (c) => jobClaimDue(c, 4, own.epoch, ['lease-1'], 1));
     await new Promise((r) => setTimeout(r, 50));
     const reaped = await inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch, 10, 0));
-    expect(reaped).toEqual([expect.objectContaining({ jobId: 'lease-1', attempt: 1, state: 'SCHEDULED' })]);
+    // Tenant and priority come back too: the reaped job re-enters the wheel with its fair-firing tag.
+    expect(reaped).toEqual([
+      expect.objectContaining({
+        jobId: 'lease-1',
+        attempt: 1,
+        state: 'SCHEDULED',
+        tenantId: 'default',
+        priority: 3,
+      }),
+    ]);
     const stale = await inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
     expect(stale).toEqual([]);
   });

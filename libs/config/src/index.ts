@@ -35,7 +35,7 @@ export function buildConfig<T extends object>(
   return Object.freeze(merged);
 }
 
-type EnvKind = 'string' | 'int' | 'bool' | 'list';
+type EnvKind = 'string' | 'int' | 'bool' | 'list' | 'ints';
 export type EnvSpec<T> = { [K in keyof T]?: { env: string; kind: EnvKind } };
 
 /**
@@ -73,6 +73,14 @@ export function fromEnv<T>(
           .map((x) => x.trim())
           .filter(Boolean);
         break;
+      case 'ints': {
+        const parts = raw.split(',').map((x) => x.trim());
+        const ns = parts.map(Number);
+        if (parts.some((x) => !/^-?\d+$/.test(x)) || ns.some((n) => !Number.isSafeInteger(n)))
+          problems.push(`${s.env}="${raw}" is not a comma-separated list of integers`);
+        else out[key] = ns;
+        break;
+      }
     }
   }
   if (problems.length > 0) throw new ConfigError(component, problems);

@@ -37,7 +37,7 @@ import {
   type KnownNames,
   type ValidationLimits,
 } from './command-validation.js';
-import type { FireTags } from './fair-ready.js';
+import { FireTags } from './fair-ready.js';
 import type { PartitionRuntime } from './partition-runtime.js';
 import { dispatchOutboxRow } from './claimer.js';
 import { scheduleEntryId, type ScheduleGenerator } from './schedule-generator.js';
@@ -263,7 +263,11 @@ export class CommandApplier {
               now.map((c) => ({ jobId: c.jobId, dueAtMs: c.dueAtMs, expectedVersion: c.expectedVersion })),
             );
             for (const d of done) {
-              effects.push({ jobId: d.jobId, dueMs: d.dueAtMs });
+              effects.push({
+                jobId: d.jobId,
+                dueMs: d.dueAtMs,
+                tag: this.d.fireTags.tag(d.tenantId, d.priority),
+              });
               event('RESCHEDULED', d, `due ${new Date(d.dueAtMs).toISOString()}`);
             }
             this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
@@ -275,12 +279,22 @@ export class CommandApplier {
         case 'AttemptResult': {
           // The worker wrote the outcome; index the jobs that are SCHEDULED again (retries).
           const ids = (run as AttemptResultCommand[]).map((c) => c.jobId);
-          const { rows } = await client.query<{ job_id: string; due_ms: number }>(
-            `SELECT job_id, floor(extract(epoch FROM due_at) * 1000)::float8 AS due_ms
+          const { rows } = await client.query<{
+            job_id: string;
+            due_ms: number;
+            tenant_id: string;
+            priority: number;
+          }>(
+            `SELECT job_id, floor(extract(epoch FROM due_at) * 1000)::float8 AS due_ms, tenant_id, priority
              FROM job WHERE job_id = ANY($1::text[]) AND partition = $2 AND state = 'SCHEDULED'`,
             [ids, rt.partition],
           );
-          for (const r of rows) effects.push({ jobId: r.job_id, dueMs: r.due_ms });
+          for (const r of rows)
+            effects.push({
+              jobId: r.job_id,
+              dueMs: r.due_ms,
+              tag: this.d.fireTags.tag(r.tenant_id, r.priority),
+            });
           this.d.metrics.commandsApplied.inc({ type: kind }, run.length);
           break;
         }
@@ -324,7 +338,7 @@ export class CommandApplier {
               this.d.metrics.commandsNoop.inc({ type: kind });
               continue;
             }
-            effects.push({ jobId: scheduleEntryId(c.scheduleId), dueMs: next });
+            effects.push({ jobId: scheduleEntryId(c.scheduleId), dueMs: next, tag: FireTags.FIRST });
             this.d.metrics.commandsApplied.inc({ type: kind });
           }
           break;
@@ -352,7 +366,11 @@ export class CommandApplier {
           const ids = (run as ScheduleStateCommand[]).map((c) => c.scheduleId);
           const resumed = await this.d.generator.resume(client, rt, ids, Date.now());
           for (const r of resumed)
-            effects.push({ jobId: scheduleEntryId(r.scheduleId), dueMs: r.nextFireAtMs });
+            effects.push({
+              jobId: scheduleEntryId(r.scheduleId),
+              dueMs: r.nextFireAtMs,
+              tag: FireTags.FIRST,
+            });
           this.d.metrics.commandsApplied.inc({ type: kind }, resumed.length);
           this.d.metrics.commandsNoop.inc({ type: kind }, ids.length - resumed.length);
           break;

@@ -41,3 +41,24 @@ describe('schedulerConfig: sessionTimeoutMs', () => {
     expect(() => schedulerConfig({ ownerId: 'o', sessionTimeoutMs: 2_000 })).toThrow(/heartbeatIntervalMs/);
   });
 });
+
+describe('schedulerConfig: fair firing', () => {
+  it('defaults to a 10,000-entry lookahead and weights 7,2,1; refuses weights that are not three integers 1..1000', () => {
+    const c = schedulerConfig({ ownerId: 'o' });
+    expect(c.fairLookahead).toBe(10_000);
+    expect(c.firePriorityWeights).toEqual([7, 2, 1]);
+    expect(schedulerConfig({ ownerId: 'o', firePriorityWeights: [1, 1, 1] }).firePriorityWeights).toEqual([
+      1, 1, 1,
+    ]);
+    for (const bad of [
+      [0, 1, 1],
+      [1, 2],
+      [1001, 1, 1],
+      [1.5, 1, 1],
+    ])
+      expect(() =>
+        schedulerConfig({ ownerId: 'o', firePriorityWeights: bad as unknown as [number, number, number] }),
+      ).toThrow(/firePriorityWeights must be three integers from 1 to 1000/);
+    expect(() => schedulerConfig({ ownerId: 'o', fairLookahead: 2_000_000 })).toThrow(/fairLookahead/);
+  });
+});

@@ -41,6 +41,12 @@ export interface SchedulerOptions {
    * take entries in due order only.
    */
   fairLookahead: number;
+  /**
+   * Shares of a firing round per priority class `[high, normal, low]` when more is due than the
+   * round takes (stride scheduling, as the worker's admission): every class progresses under a
+   * sustained high-priority backlog. Integers from 1 to 1000.
+   */
+  firePriorityWeights: readonly [number, number, number];
   reapEveryMs: number;
   /** Clock-skew margin added to lease expiry before reaping. */
   reapSkewMarginMs: number;
@@ -125,6 +131,7 @@ export const schedulerDefaults: SchedulerOptions = {
   tenantBacklogEveryMs: 30_000,
   queueBacklogEveryMs: 10_000,
   fairLookahead: 10_000,
+  firePriorityWeights: [7, 2, 1],
   reapEveryMs: 1_000,
   reapSkewMarginMs: 2_000,
   maxPayloadBytes: 256 * 1024,
@@ -184,9 +191,18 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
     requireNonNegativeInt(problem, 'queueBacklogEveryMs', c.queueBacklogEveryMs);
     requireNonNegativeInt(problem, 'fairLookahead', c.fairLookahead);
+    if (c.fairLookahead > 0 && c.fairLookahead < c.claimBatchSize)
+      problem(
+        `fairLookahead ${c.fairLookahead} is below claimBatchSize ${c.claimBatchSize}: it would cap every round at that; use 0 (due order only) or ≥ claimBatchSize`,
+      );
     if (c.fairLookahead > 1_000_000)
       problem(
         'fairLookahead above 1000000 holds that many due entries per partition in memory; use ≤ 1000000',
+      );
+    const w = c.firePriorityWeights;
+    if (!Array.isArray(w) || w.length !== 3 || w.some((x) => !Number.isSafeInteger(x) || x < 1 || x > 1000))
+      problem(
+        `firePriorityWeights must be three integers from 1 to 1000 [high, normal, low] (got ${String(w)})`,
       );
     if (c.minRoundGapMs > 100) problem('minRoundGapMs above 100 ms delays every job that much; use ≤ 100');
     requireNonNegativeInt(problem, 'finishedJobRetentionMs', c.finishedJobRetentionMs);
@@ -216,6 +232,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   tenantBacklogEveryMs: { env: 'SCHED_TENANT_BACKLOG_EVERY_MS', kind: 'int' },
   queueBacklogEveryMs: { env: 'SCHED_QUEUE_BACKLOG_EVERY_MS', kind: 'int' },
   fairLookahead: { env: 'SCHED_FAIR_LOOKAHEAD', kind: 'int' },
+  firePriorityWeights: { env: 'SCHED_FIRE_PRIORITY_WEIGHTS', kind: 'ints' },
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },

@@ -73,4 +73,40 @@ describe('FairReady', () => {
     }
     expect(seen).toEqual(Array.from({ length: 5000 }, (_, i) => i));
   });
+
+  it('splits a round over the classes by weight, so a sustained high backlog does not starve the others', () => {
+    const tags = new FireTags();
+    const r = new FairReady([7, 2, 1]);
+    const cls = ['high', 'normal', 'low'] as const;
+    const prio = { high: 1, normal: 0, low: -1 };
+    for (const c of cls) for (let i = 0; i < 1000; i++) r.push(entry(`${c}-${i}`, i, tags.tag('t', prio[c])));
+    const counts = (es: { jobId: string }[]) =>
+      cls.map((c) => es.filter((e) => e.jobId.startsWith(`${c}-`)).length);
+    expect(counts(r.take(100))).toEqual([70, 20, 10]);
+    expect(counts(r.take(10))).toEqual([7, 2, 1]);
+    // Each class in its own due order across takes.
+    const next = r.take(10).filter((e) => e.jobId.startsWith('low-'));
+    expect(next.map((e) => e.dueMs)).toEqual([11]);
+  });
+
+  it('gives a class what the others cannot use, and no credit for the time it had nothing waiting', () => {
+    const tags = new FireTags();
+    const r = new FairReady([7, 2, 1]);
+    for (let i = 0; i < 50; i++) r.push(entry(`low-${i}`, i, tags.tag('t', -1)));
+    // Alone, the low class takes the whole round.
+    expect(r.take(30)).toHaveLength(30);
+    for (let i = 0; i < 1000; i++) r.push(entry(`high-${i}`, i, tags.tag('t', 1)));
+    // Low was served a lot while alone; high arriving now is not held back for it, nor does low
+    // lose its share: 7 : 1 of the next round.
+    const round = r.take(50);
+    const low = round.filter((e) => e.jobId.startsWith('low-')).length;
+    expect(low).toBeGreaterThanOrEqual(5);
+    expect(low).toBeLessThanOrEqual(7);
+    expect(round).toHaveLength(50);
+  });
+
+  it('refuses weights outside 1..1000', () => {
+    expect(() => new FairReady([0, 1, 1])).toThrow(RangeError);
+    expect(() => new FairReady([1, 1, 1001])).toThrow(RangeError);
+  });
 });

@@ -63,22 +63,46 @@ class Fifo {
   }
 }
 
+/** Default weights of the classes `[high, normal, low]`, as the worker's admission. */
+export const DEFAULT_FIRE_WEIGHTS: readonly [number, number, number] = [7, 2, 1];
+/** Passes are rebased (all lowered by the smallest) once the virtual time passes this. */
+const REBASE_AT = 2 ** 40;
+
 /**
- * Due entries taken out of one partition's wheel and not claimed yet, served fairly: the highest
- * priority class first, then an equal share of what is taken to every tenant with entries of that
- * class (a tenant with less than its share leaves the rest to the others), each tenant's entries in
- * due order. So when more is due at once than a firing round takes (a 9:00 burst), one tenant's
- * hundred thousand jobs do not hold back another's ten, and high-priority jobs go first; when
- * everything due fits in a round, nothing changes. Every entry here was due when it left the
- * wheel: serving them out of due order makes some later than they would have been, never early.
+ * Due entries taken out of one partition's wheel and not claimed yet, served fairly: by priority
+ * class in proportion to weights (default 7 : 2 : 1 for high, normal, low; stride scheduling, so
+ * under a sustained high-priority backlog the normal and low classes still get their share of every
+ * round, and a class that had nothing waiting earns no credit for that time), then an equal share
+ * of what a class gets to every tenant with entries of that class (a tenant with less than its
+ * share leaves the rest to the others), each tenant's entries in due order. So when more is due at
+ * once than a firing round takes (a 9:00 burst), one tenant's hundred thousand jobs do not hold
+ * back another's ten, and high-priority jobs go first; when everything due fits in a round,
+ * nothing changes. Every entry here was due when it left the wheel: serving them out of due order
+ * makes some later than they would have been, never early.
  */
 export class FairReady {
   /** Per class in serving order: tenant number → its entries; insertion order is the rotation. */
   private readonly classes: Map<number, Fifo>[] = [new Map(), new Map(), new Map()];
+  /** Entries held per class. */
+  private readonly counts = [0, 0, 0];
+  /** Stride scheduling: a class's pass grows by its stride per entry it is given. */
+  private readonly strides: number[];
+  private readonly passes = [0, 0, 0];
+  private readonly active = [false, false, false];
+  private vtime = 0;
   size = 0;
 
+  constructor(weights: readonly [number, number, number] = DEFAULT_FIRE_WEIGHTS) {
+    if (weights.length !== 3 || weights.some((w) => !Number.isSafeInteger(w) || w < 1 || w > 1000))
+      throw new RangeError(`fire weights must be three integers from 1 to 1000, got ${String(weights)}`);
+    const product = weights[0] * weights[1] * weights[2];
+    // Integer strides (product / weight): passes stay exact, so equal weights tie exactly.
+    this.strides = weights.map((w) => product / w);
+  }
+
   push(e: DueEntry): void {
-    const byTenant = this.classes[servedAs(e.tag)]!;
+    const c = servedAs(e.tag);
+    const byTenant = this.classes[c]!;
     const key = e.tag >> CLASS_BITS;
     let q = byTenant.get(key);
     if (!q) {
@@ -86,27 +110,78 @@ export class FairReady {
       byTenant.set(key, q);
     }
     q.items.push(e);
+    this.counts[c]!++;
     this.size++;
   }
 
-  /** Up to `n` entries: classes in order; within a class equal shares per tenant, rotating who is first. */
+  /**
+   * Up to `n` entries: split over the classes by weight (what a class cannot use goes to the
+   * others), within a class equal shares per tenant, rotating who is first.
+   */
   take(n: number): DueEntry[] {
     const out: DueEntry[] = [];
-    for (const byTenant of this.classes) {
-      while (out.length < n && byTenant.size > 0) {
-        const share = Math.max(1, Math.ceil((n - out.length) / byTenant.size));
+    const alloc = this.allocate(Math.min(n, this.size));
+    for (let c = 0; c < 3; c++) {
+      const want = alloc[c]!;
+      if (want === 0) continue;
+      const before = out.length;
+      const byTenant = this.classes[c]!;
+      while (out.length - before < want && byTenant.size > 0) {
+        const left = want - (out.length - before);
+        const share = Math.max(1, Math.ceil(left / byTenant.size));
         // One pass over the tenants; a tenant served goes to the back of the rotation.
         for (const [key, q] of [...byTenant]) {
-          if (out.length >= n) break;
-          q.moveTo(out, Math.min(share, n - out.length));
+          const room = want - (out.length - before);
+          if (room <= 0) break;
+          q.moveTo(out, Math.min(share, room));
           byTenant.delete(key);
           if (q.length > 0) byTenant.set(key, q);
         }
       }
-      if (out.length >= n) break;
+      this.counts[c]! -= out.length - before;
+      if (this.counts[c] === 0) this.active[c] = false;
     }
     this.size -= out.length;
     return out;
+  }
+
+  /** How many of `n` entries each class gets: stride scheduling over the classes holding entries. */
+  private allocate(n: number): number[] {
+    const alloc = [0, 0, 0];
+    const avail = [...this.counts];
+    for (let c = 0; c < 3; c++) {
+      // A class that had nothing waiting starts level with the others: no credit for idle time.
+      if (avail[c]! > 0 && !this.active[c]) {
+        this.passes[c] = Math.max(this.passes[c]!, this.vtime);
+        this.active[c] = true;
+      }
+    }
+    const only = avail.filter((a) => a > 0).length === 1 ? avail.findIndex((a) => a > 0) : -1;
+    if (only >= 0) {
+      // One class waiting (the usual case): all of it, without the per-entry walk; the virtual
+      // time ends where the walk's would, at the pass of the last entry given.
+      if (n > 0) {
+        alloc[only] = n;
+        this.passes[only]! += this.strides[only]! * n;
+        this.vtime = this.passes[only]! - this.strides[only]!;
+      }
+    } else {
+      for (let k = 0; k < n; k++) {
+        let c = -1;
+        for (let i = 0; i < 3; i++) if (avail[i]! > 0 && (c < 0 || this.passes[i]! < this.passes[c]!)) c = i;
+        if (c < 0) break;
+        alloc[c]!++;
+        avail[c]!--;
+        this.vtime = this.passes[c]!;
+        this.passes[c]! += this.strides[c]!;
+      }
+    }
+    if (this.vtime > REBASE_AT) {
+      const base = this.vtime;
+      for (let c = 0; c < 3; c++) this.passes[c] = Math.max(0, this.passes[c]! - base);
+      this.vtime = 0;
+    }
+    return alloc;
   }
 
   /** The earliest due time held (Infinity when empty): each tenant's first entry is its earliest. */

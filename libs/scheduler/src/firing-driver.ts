@@ -30,6 +30,8 @@ export interface FiringDeps {
  * synchronous work of a round (~4 ms a partition) while letting the lookahead fill in a few rounds.
  */
 export const FAIR_REFILL = 4_096;
+/** Most due entries one round moves into ready sets over all partitions (~16 ms of work at most). */
+export const FAIR_REFILL_ROUND = 16_384;
 
 /** Slow claim rounds are logged at most this often (each is counted in the metric). */
 export const SLOW_LOG_EVERY_MS = 1_000;
@@ -111,7 +113,9 @@ export class FiringDriver {
    * Takes due entries of the owned partitions, up to claimBatchSize in all, partitions in rotating
    * order. With a fair lookahead (`fairLookahead` > 0) each partition first moves up to
    * `FAIR_REFILL` (or a batch, if larger) of its due entries out of its wheel into its ready set
-   * (holding at most the lookahead; in a 100k burst over 12 partitions two rounds take all of it), and
+   * (holding at most the lookahead; at most `FAIR_REFILL_ROUND` over all partitions a round, from
+   * the rotating first one, so that a round's synchronous work stays bounded; in a 100k burst over
+   * 12 partitions a few rounds take all of it), and
    * the round takes from that by priority class and tenant (`FairReady`): in a burst larger than
    * a round, a small tenant's jobs due in the same second, or a few high-priority ones, are not
    * left behind everything due a moment before them.
@@ -123,10 +127,14 @@ export class FiringDriver {
     const { claimBatchSize, fairLookahead } = this.d.config;
     let budget = claimBatchSize;
     if (fairLookahead > 0) {
-      for (const rt of rts) {
-        const room = Math.min(Math.max(claimBatchSize, FAIR_REFILL), fairLookahead - rt.ready.size);
+      let refill = Math.max(claimBatchSize, FAIR_REFILL_ROUND);
+      for (let k = 0; k < rts.length && refill > 0; k++) {
+        const rt = rts[(this.roundCursor + k) % rts.length]!;
+        const room = Math.min(Math.max(claimBatchSize, FAIR_REFILL), fairLookahead - rt.ready.size, refill);
         if (rt.closed || room <= 0 || rt.index.nextDueMs() > now) continue;
-        for (const e of rt.index.advance(now, room)) rt.ready.push(e);
+        const moved = rt.index.advance(now, room);
+        for (const e of moved) rt.ready.push(e);
+        refill -= moved.length;
       }
     }
     for (let k = 0; k < rts.length && budget > 0; k++) {
@@ -180,7 +188,7 @@ export class FiringDriver {
       for (const g of jobs) {
         const out = outcomes.get(g.rt.partition);
         if (out && !g.rt.closed && out.notYetDue.length > 0) {
-          // Moved later meanwhile (rescheduled): back into the index, with the tag it had.
+          // Not due in database time yet (its clock behind ours): back into the index, with the tag it had.
           const tags = new Map(g.entries.map((e) => [e.jobId, e.tag]));
           for (const e of out.notYetDue) g.rt.index.upsert(e.jobId, e.dueMs, tags.get(e.jobId) ?? 0);
         }

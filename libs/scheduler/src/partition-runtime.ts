@@ -1,5 +1,5 @@
 import type { DueIndex } from './due-index.js';
-import { FairReady } from './fair-ready.js';
+import { DEFAULT_FIRE_WEIGHTS, FairReady } from './fair-ready.js';
 
 /**
  * What this process holds for one owned partition of the command topic: its fencing epoch, the
@@ -12,7 +12,7 @@ export class PartitionRuntime {
   closed = false;
   loadedUntilMs = 0;
   /** Entries taken out of `index` as due and not claimed yet, served fairly (see FairReady). */
-  readonly ready = new FairReady();
+  readonly ready: FairReady;
   private lane: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -20,7 +20,10 @@ export class PartitionRuntime {
     readonly epoch: number,
     public appliedOffset: number,
     readonly index: DueIndex,
-  ) {}
+    fireWeights: readonly [number, number, number] = DEFAULT_FIRE_WEIGHTS,
+  ) {
+    this.ready = new FairReady(fireWeights);
+  }
 
   /** The earliest due time this partition holds, in its index or ready to claim (Infinity: none). */
   nextDueMs(): number {

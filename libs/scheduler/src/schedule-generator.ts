@@ -35,7 +35,8 @@ export interface GeneratorOptions {
 }
 
 export interface GenerationEffects {
-  jobs: { jobId: string; dueMs: number }[];
+  /** dueMs < 0: cancelled. Tenant and priority for the due-time index's fair firing. */
+  jobs: { jobId: string; dueMs: number; tenantId?: string; priority?: number }[];
   schedules: { scheduleId: string; nextFireAtMs: number | null }[];
 }
 
@@ -105,7 +106,8 @@ export class ScheduleGenerator {
           throw new FencedError(rt.partition, rt.epoch, 'schedule_advance');
         for (const r of plan.records)
           if (written.has(r.occurrenceId)) this.metrics.occurrences.inc({ fate: r.fate });
-        for (const j of jobs) effects.jobs.push({ jobId: j.jobId, dueMs: j.dueAtMs });
+        for (const j of jobs)
+          effects.jobs.push({ jobId: j.jobId, dueMs: j.dueAtMs, tenantId: j.tenantId, priority: j.priority });
         for (const id of plan.cancelJobIds) effects.jobs.push({ jobId: id, dueMs: -1 });
         const nextMs = plan.advance.bufferedAtMs !== null ? nowMs + 1_000 : plan.advance.nextFireAtMs;
         effects.schedules.push({

@@ -231,7 +231,13 @@ export class Scheduler {
     await Promise.all(
       partitions.map(async (p) => {
         const own = await partitionClaim(this.d.pool, p, this.d.config.ownerId);
-        const rt = new PartitionRuntime(p, own.epoch, own.appliedOffset, this.d.newIndex());
+        const rt = new PartitionRuntime(
+          p,
+          own.epoch,
+          own.appliedOffset,
+          this.d.newIndex(),
+          this.d.config.firePriorityWeights,
+        );
         this.runtimes.set(p, rt);
         this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
         // The next FIRST_WINDOW_MS first, so firing starts as soon as they are in; the rest of the
@@ -371,7 +377,8 @@ export class Scheduler {
         );
         for (const r of reaped) {
           this.d.metrics.leaseReaped.inc({ to: r.state });
-          if (r.state === 'SCHEDULED') rt.index.upsert(r.jobId, r.dueAtMs);
+          if (r.state === 'SCHEDULED')
+            rt.index.upsert(r.jobId, r.dueAtMs, this.fireTags.tag(r.tenantId, r.priority));
         }
         total += reaped.length;
       } catch (err) {
@@ -411,7 +418,12 @@ export class Scheduler {
   private applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void {
     for (const j of fx.jobs) {
       if (j.dueMs < 0) rt.index.remove(j.jobId);
-      else if (j.dueMs < rt.loadedUntilMs) rt.index.upsert(j.jobId, j.dueMs);
+      else if (j.dueMs < rt.loadedUntilMs)
+        rt.index.upsert(
+          j.jobId,
+          j.dueMs,
+          j.tenantId === undefined ? undefined : this.fireTags.tag(j.tenantId, j.priority ?? 0),
+        );
     }
     for (const s of fx.schedules) {
       if (s.nextFireAtMs !== null && s.nextFireAtMs < rt.loadedUntilMs)

@@ -191,7 +191,7 @@ export async function jobReschedule(
   partition: number,
   epoch: number,
   items: RescheduleRequest[],
-): Promise<(VersionedJob & { dueAtMs: number })[]> {
+): Promise<(VersionedJob & { dueAtMs: number; priority: number })[]> {
   if (items.length === 0) return [];
   const { rows } = await client.query<{
     job_id: string;
@@ -199,6 +199,7 @@ export async function jobReschedule(
     due_ms: number;
     tenant_id: string;
     attempt: number;
+    priority: number;
   }>({
     name: 'job_reschedule',
     text: `WITH ${FENCE_CTE}
@@ -207,7 +208,7 @@ export async function jobReschedule(
      FROM fence, unnest($3::text[], $4::bigint[], $5::int[]) AS r(job_id, due_ms, expected_version)
      WHERE j.job_id = r.job_id AND j.partition = $1 AND j.state IN ('SCHEDULED','DISPATCHED')
        AND (r.expected_version IS NULL OR r.expected_version = j.version)
-     RETURNING j.job_id, j.version, ${MS_OF('j.due_at')} AS due_ms, j.tenant_id, j.attempt`,
+     RETURNING j.job_id, j.version, ${MS_OF('j.due_at')} AS due_ms, j.tenant_id, j.attempt, j.priority`,
     values: [
       partition,
       epoch,
@@ -222,5 +223,6 @@ export async function jobReschedule(
     dueAtMs: r.due_ms,
     tenantId: r.tenant_id,
     attempt: r.attempt,
+    priority: r.priority,
   }));
 }

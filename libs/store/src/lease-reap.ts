@@ -7,6 +7,9 @@ export interface ReapedJob {
   dueAtMs: number;
   attempt: number;
   state: 'SCHEDULED' | 'DEAD';
+  /** For the due-time index's fair firing (FireTags). */
+  tenantId: string;
+  priority: number;
 }
 
 /**
@@ -28,6 +31,8 @@ export async function leaseReap(
     due_ms: number;
     attempt: number;
     state: 'SCHEDULED' | 'DEAD';
+    tenant_id: string;
+    priority: number;
   }>({
     name: 'lease_reap',
     text: `WITH ${FENCE_CTE},
@@ -46,7 +51,7 @@ export async function leaseReap(
          lease_owner = NULL, lease_until = NULL
        FROM fence, expired
        WHERE j.job_id = expired.job_id
-       RETURNING j.job_id, ${MS_OF('j.due_at')} AS due_ms, j.attempt, j.state),
+       RETURNING j.job_id, ${MS_OF('j.due_at')} AS due_ms, j.attempt, j.state, j.tenant_id, j.priority),
      -- A started attempt whose worker went silent ends here, as LEASE_LOST (its worker, if it comes
      -- back, finds the row and adds nothing). A dispatch never started had no attempt.
      lost AS (
@@ -66,8 +71,15 @@ export async function leaseReap(
        WHERE e.state = 'RUNNING'
          AND a.job_id = e.job_id AND a.lease_generation = e.lease_generation
          AND a.ended_at IS NULL AND a.outcome IS NULL)
-     SELECT job_id, due_ms, attempt, state FROM reaped`,
+     SELECT job_id, due_ms, attempt, state, tenant_id, priority FROM reaped`,
     values: [partition, epoch, limit, skewMarginMs],
   });
-  return rows.map((r) => ({ jobId: r.job_id, dueAtMs: r.due_ms, attempt: r.attempt, state: r.state }));
+  return rows.map((r) => ({
+    jobId: r.job_id,
+    dueAtMs: r.due_ms,
+    attempt: r.attempt,
+    state: r.state,
+    tenantId: r.tenant_id,
+    priority: r.priority,
+  }));
 }
