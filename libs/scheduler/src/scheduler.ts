@@ -12,8 +12,6 @@ import {
   leaseReap,
   inTransaction,
   partitionClaim,
-  pruneOlderThan,
-  pruneFinishedJobs,
   scheduleLoadWindow,
 } from '@sched/store';
 import { Claimer } from './claimer.js';
@@ -30,11 +28,11 @@ import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './sc
 import { RateWindow } from './rate-window.js';
 import { FireTags } from './fair-ready.js';
 import { type BacklogCount, queueBacklog, tenantBacklog } from './backlog-counts.js';
+import { refreshOverdueGauges } from './overdue-gauges.js';
+import { retentionSweep } from './retention-sweep.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
 const FIRST_WINDOW_MS = 30_000;
-/** Finished jobs deleted per statement by the retention prune. */
-const PRUNE_BATCH = 5_000;
 
 export interface SchedulerDeps {
   config: SchedulerConfig;
@@ -328,26 +326,9 @@ export class Scheduler {
         for (const j of got) this.runtimes.get(j.partition)?.index.remove(j.jobId);
         if (got.length < allowed) break;
       }
-      const { rows } = await this.d.pool.query<{ partition: number; n: number; age: number }>(
-        `SELECT partition, count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age FROM job
-         WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
-         GROUP BY partition`,
-        [rts.map((r) => r.partition), this.d.config.reconcileGraceMs],
-      );
-      const overdue = new Map(rows.map((r) => [r.partition, r]));
-      const dlq = await this.d.pool.query<{ n: number; age: number | null }>(
-        `SELECT count(*)::int AS n, extract(epoch FROM now() - min(dead_at))::float8 AS age
-         FROM dead_letter WHERE replayed_at IS NULL`,
-      );
-      this.d.metrics.dlqSize.set(dlq.rows[0]?.n ?? 0);
-      this.d.metrics.dlqOldestAge.set(dlq.rows[0]?.age ?? 0);
-      for (const rt of rts) {
-        const o = overdue.get(rt.partition);
-        this.d.metrics.overdue.set({ partition: String(rt.partition) }, o?.n ?? 0);
-        this.d.metrics.overdueOldestAge.set({ partition: String(rt.partition) }, Math.max(0, o?.age ?? 0));
-      }
       const partitions = rts.map((r) => r.partition);
-      this.backlogCounts.tenants.count(partitions, !rows.some((r) => r.n > 0));
+      const anyOverdue = await refreshOverdueGauges(this.d.pool, this.d.metrics, partitions, graceMs);
+      this.backlogCounts.tenants.count(partitions, !anyOverdue);
       this.backlogCounts.queues.count(partitions);
     } catch (err) {
       this.d.log.error({ err }, 'reconcile failed');
@@ -432,30 +413,9 @@ export class Scheduler {
     }
   }
 
+  /** Retention: old outbox rows, command ids and finished jobs (see retentionSweep). */
   async pruneOnce(): Promise<void> {
-    try {
-      const n = await pruneOlderThan(this.d.pool, 'outbox', this.d.config.outboxRetentionMs);
-      this.d.metrics.outboxPruned.inc(n);
-      await pruneOlderThan(this.d.pool, 'command_applied', this.d.config.commandDedupRetentionMs);
-      await this.pruneFinished();
-    } catch (err) {
-      this.d.log.warn({ err }, 'prune failed');
-    }
-  }
-
-  /**
-   * Finished jobs past the retention, in batches of 5,000 (each its own short transaction) for at
-   * most 5 s a run, so that a backlog of them goes over a few runs without holding the loop.
-   */
-  private async pruneFinished(): Promise<void> {
-    const retentionMs = this.d.config.finishedJobRetentionMs;
-    if (retentionMs === 0) return;
-    const until = Date.now() + 5_000;
-    for (;;) {
-      const n = await pruneFinishedJobs(this.d.pool, retentionMs, PRUNE_BATCH);
-      this.d.metrics.finishedJobsPruned.inc(n);
-      if (n < PRUNE_BATCH || Date.now() >= until || this.stopping) return;
-    }
+    await retentionSweep({ ...this.d, stopping: () => this.stopping });
   }
 
   private handleLoopError(rt: PartitionRuntime, err: unknown, loop: string): void {
