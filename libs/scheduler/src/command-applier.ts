@@ -156,7 +156,7 @@ export class CommandApplier {
 
   /** Applies consecutive runs of the same command type as one statement each, keeping order. */
   private async applyRuns(client: pg.ClientBase, rt: PartitionRuntime, cmds: SchedulerCommand[]) {
-    // `tag` where the command tells (a create); otherwise an entry keeps the tag it has.
+    // `tag`: the job's tenant and priority class (FireTags), read from the command or the row.
     const effects: { jobId: string; dueMs: number | null; tag?: number }[] = [];
     const outbox: OutboxRow[] = [];
     const dispatchedNow: ClaimedJob[] = [];
