@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CommandInput } from '@sched/contracts';
-import { createJob, until } from './support/kafka.js';
+import { cancelJob, createJob, rescheduleJob, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 /**
@@ -116,5 +116,61 @@ describe('fair firing in a burst: priority class, then tenant shares', () => {
     const r = await classes(null);
     // 40 low jobs at one in eight claims: done within ~300 high ones, far from all 2,000.
     expect(r.highBefore).toBeLessThan(r.high / 2);
+  });
+
+  /**
+   * 3,000 jobs due at T, fired in rounds of 100 at most every 100 ms (so for ~3 s most of them
+   * wait in the ready set); 300 ms into the burst 1,000 of them are cancelled and 500 moved 10 s
+   * later. Their entries leave the ready set with the command: no firing round asks for them, so
+   * `sched_claim_misses_total` stays within one round's worth (a command landing between a round's
+   * take and its statement), where entries left behind would make it ~1,500 minus what was
+   * claimed before the commands.
+   */
+  it('a job cancelled or moved while its entry waits in the ready set is not offered to a claim', async () => {
+    const s = await Scenario.create('ready_discard', 2);
+    scenarios.push(s);
+    const sched = await s.startScheduler({
+      SCHED_CLAIM_BATCH_SIZE: '100',
+      SCHED_CLAIM_CONCURRENCY: '1',
+      SCHED_MIN_ROUND_GAP_MS: '100',
+    });
+    const T = Date.now() + 8_000;
+    const n = 3_000;
+    await s.producer.send(Array.from({ length: n }, (_, i) => createJob(`j-${i}`, s.queue, T)));
+    await until('the burst under way', 20_000, async () => s.collector.seen.length >= 100);
+    const movedTo = Date.now() + 10_000;
+    const cancelled = Array.from({ length: 1_000 }, (_, i) => `j-${n - 1 - i}`);
+    const moved = Array.from({ length: 500 }, (_, i) => `j-${n - 1001 - i}`);
+    await s.producer.send([
+      ...cancelled.map((id) => cancelJob(id)),
+      ...moved.map((id) => rescheduleJob(id, movedTo)),
+    ]);
+    const states = async () => {
+      const { rows } = await s.db.pool.query<{ job_id: string; state: string; due_at: Date }>(
+        'SELECT job_id, state, due_at FROM job',
+      );
+      return rows;
+    };
+    // Every job either cancelled (its cancel came first) or dispatched once; moved ones at their new time.
+    await until('every job settled', 60_000, async () =>
+      (await states()).every((r) => r.state === 'CANCELLED' || r.state === 'DISPATCHED'),
+    );
+    const rows = await states();
+    const dispatchedIds = new Set(rows.filter((r) => r.state === 'DISPATCHED').map((r) => r.job_id));
+    await until('every dispatch record', 30_000, async () => s.collector.seen.length >= dispatchedIds.size);
+    const records = s.collector.seen.map((d) => d.record);
+    expect(new Set(records.map((r) => r.jobId))).toEqual(dispatchedIds);
+    expect(records).toHaveLength(dispatchedIds.size);
+    expect(records.filter((r) => r.claimedAtMs < r.dueAtMs)).toEqual([]); // never early
+    const cancelledNow = rows.filter((r) => r.state === 'CANCELLED').length;
+    const movedLater = records.filter((r) => moved.includes(r.jobId) && r.dueAtMs === movedTo).length;
+    const gone = await sched.metric('sched_claim_misses_total', { reason: 'gone' });
+    const notYetDue = await sched.metric('sched_claim_misses_total', { reason: 'not_yet_due' });
+    console.log(
+      `ready-set discard: ${cancelledNow} cancelled and ${movedLater} moved while waiting; claim misses gone ${gone}, not yet due ${notYetDue}`,
+    );
+    // The commands landed while most of their jobs still waited (else the test shows nothing).
+    expect(cancelledNow + movedLater).toBeGreaterThan(1_000);
+    expect(gone + notYetDue).toBeLessThanOrEqual(100);
   });
 });

@@ -135,6 +135,11 @@ export class Claimer {
       if (out.claimed.length < g.entries.length) {
         const got = new Set(out.claimed.map((c) => c.jobId));
         out.notYetDue = g.entries.filter((e) => !got.has(e.jobId) && e.dueMs > nowMs);
+        const missed = g.entries.length - out.claimed.length;
+        if (out.notYetDue.length > 0)
+          this.metrics.claimMisses.inc({ reason: 'not_yet_due' }, out.notYetDue.length);
+        if (missed > out.notYetDue.length)
+          this.metrics.claimMisses.inc({ reason: 'gone' }, missed - out.notYetDue.length);
       }
     }
     this.observe(claimed, 'wheel');

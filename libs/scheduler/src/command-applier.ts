@@ -148,9 +148,9 @@ export class CommandApplier {
 
     // Index updates after commit: the index only ever mirrors committed state.
     for (const e of effects) {
-      if (e.dueMs === null || e.dueMs < 0) rt.index.remove(e.jobId);
-      else if (e.dueMs < rt.loadedUntilMs) rt.index.upsert(e.jobId, e.dueMs, e.tag);
-      else rt.index.remove(e.jobId);
+      if (e.dueMs === null || e.dueMs < 0) rt.forget(e.jobId);
+      else if (e.dueMs < rt.loadedUntilMs) rt.place(e.jobId, e.dueMs, e.tag);
+      else rt.forget(e.jobId);
     }
   }
 

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FairReady, FireTags } from './fair-ready.js';
+import { PartitionRuntime } from './partition-runtime.js';
+import { wheelIndexFactory } from './wheel-index.js';
 
 const entry = (jobId: string, dueMs: number, tag: number) => ({ jobId, dueMs, tag });
 
@@ -103,6 +105,71 @@ describe('FairReady', () => {
     expect(low).toBeGreaterThanOrEqual(5);
     expect(low).toBeLessThanOrEqual(7);
     expect(round).toHaveLength(50);
+  });
+
+  it('drops a discarded entry at once from size and never offers it to a take', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    for (let i = 0; i < 6; i++) r.push(entry(`a-${i}`, i, tags.tag('a', 0)));
+    r.push(entry('h', 10, tags.tag('a', 1)));
+    expect(r.discard('a-0')?.dueMs).toBe(0);
+    expect(r.discard('a-0')).toBeUndefined();
+    expect(r.discard('h')?.tag).toBe(tags.tag('a', 1));
+    expect(r.discard('nope')).toBeUndefined();
+    expect(r.size).toBe(5);
+    const got = r.take(10).map((e) => e.jobId);
+    expect(got).toEqual(['a-1', 'a-2', 'a-3', 'a-4', 'a-5']);
+    expect(r.size).toBe(0);
+    expect(r.oldestDueMs()).toBe(Infinity);
+  });
+
+  it('counts the same job pushed twice once, at its later entry', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    r.push(entry('x', 1, tags.tag('a', 0)));
+    r.push(entry('y', 2, tags.tag('a', 0)));
+    r.push(entry('x', 3, tags.tag('a', 1)));
+    expect(r.size).toBe(2);
+    expect(r.take(10)).toEqual([entry('x', 3, tags.tag('a', 1)), entry('y', 2, tags.tag('a', 0))]);
+  });
+
+  it('keeps a take full and the memory bounded when many entries are discarded', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < 1000; i++) r.push(entry(`r${round}-${i}`, i, tags.tag(`t${i % 7}`, (i % 3) - 1)));
+      // Discard all but every tenth.
+      for (let i = 0; i < 1000; i++) if (i % 10 !== 0) r.discard(`r${round}-${i}`);
+    }
+    expect(r.size).toBe(2000);
+    // Compaction ran: the queues hold about what is live, not the 18,000 discarded.
+    const queued = (r as unknown as { classes: Map<number, { length: number }>[] }).classes
+      .flatMap((m) => [...m.values()])
+      .reduce((n, q) => n + q.length, 0);
+    expect(queued).toBeLessThan(2000 + 2 * 1025);
+    const out = r.take(5000);
+    expect(out).toHaveLength(2000);
+    expect(out.every((e) => Number(e.jobId.split('-')[1]) % 10 === 0)).toBe(true);
+    expect(new Set(out.map((e) => e.jobId)).size).toBe(2000);
+  });
+
+  it('a partition forgets or moves a job wherever its entry waits: wheel or ready set', () => {
+    const rt = new PartitionRuntime(0, 1, -1, wheelIndexFactory()());
+    const now = Date.now();
+    rt.place('cancelled', now - 5, 4);
+    rt.place('moved', now - 4, 9);
+    rt.place('stays', now - 3, 4);
+    rt.place('in-wheel', now + 60_000, 4);
+    for (const e of rt.index.advance(now, 10)) rt.ready.push(e);
+    expect(rt.ready.size).toBe(3);
+    rt.forget('cancelled');
+    rt.place('moved', now + 30_000);
+    rt.forget('in-wheel');
+    expect(rt.ready.size).toBe(1);
+    expect(rt.index.size).toBe(1);
+    expect(rt.ready.take(10).map((e) => e.jobId)).toEqual(['stays']);
+    // The moved job kept its tag on its way back to the wheel.
+    expect(rt.index.advance(now + 30_000, 10)).toEqual([{ jobId: 'moved', dueMs: now + 30_000, tag: 9 }]);
   });
 
   it('refuses weights outside 1..1000', () => {

@@ -48,11 +48,24 @@ class Fifo {
     return this.items.length - this.head;
   }
 
-  /** Moves up to `n` entries to `out`. */
-  moveTo(out: DueEntry[], n: number): void {
-    const end = Math.min(this.items.length, this.head + n);
-    for (let i = this.head; i < end; i++) out.push(this.items[i]!);
-    this.head = end;
+  /**
+   * Moves up to `n` live entries to `out` (live: `held` maps its job id to this very entry; a
+   * discarded one is dropped on the way) and forgets them in `held`. Returns how many dead ones it
+   * dropped.
+   */
+  moveTo(out: DueEntry[], n: number, held: Map<string, DueEntry>): number {
+    let i = this.head;
+    let moved = 0;
+    let dropped = 0;
+    for (; i < this.items.length && moved < n; i++) {
+      const e = this.items[i]!;
+      if (held.get(e.jobId) === e) {
+        held.delete(e.jobId);
+        out.push(e);
+        moved++;
+      } else dropped++;
+    }
+    this.head = i;
     if (this.head === this.items.length) {
       this.items = [];
       this.head = 0;
@@ -60,6 +73,7 @@ class Fifo {
       this.items = this.items.slice(this.head);
       this.head = 0;
     }
+    return dropped;
   }
 }
 
@@ -79,6 +93,10 @@ const REBASE_AT = 2 ** 40;
  * back another's ten, and high-priority jobs go first; when everything due fits in a round,
  * nothing changes. Every entry here was due when it left the wheel: serving them out of due order
  * makes some later than they would have been, never early.
+ *
+ * A job cancelled or rescheduled while its entry waits here is `discard`ed: it leaves `size` and
+ * its class's count at once and its entry is dropped when its queue is next read (or when dead
+ * entries outnumber live ones), so it is neither offered to a claim nor counted as pending.
  */
 export class FairReady {
   /** Per class in serving order: tenant number → its entries; insertion order is the rotation. */
@@ -90,6 +108,10 @@ export class FairReady {
   private readonly passes = [0, 0, 0];
   private readonly active = [false, false, false];
   private vtime = 0;
+  /** Live entries by job id (an entry in a queue that is not the one mapped here is dead). */
+  private readonly held = new Map<string, DueEntry>();
+  /** Dead entries still in the queues. */
+  private dead = 0;
   size = 0;
 
   constructor(weights: readonly [number, number, number] = DEFAULT_FIRE_WEIGHTS) {
@@ -101,6 +123,9 @@ export class FairReady {
   }
 
   push(e: DueEntry): void {
+    // The same job twice (its entry went back to the wheel and is due again): the later one counts.
+    if (this.held.has(e.jobId)) this.discard(e.jobId);
+    this.held.set(e.jobId, e);
     const c = servedAs(e.tag);
     const byTenant = this.classes[c]!;
     const key = e.tag >> CLASS_BITS;
@@ -133,7 +158,7 @@ export class FairReady {
         for (const [key, q] of [...byTenant]) {
           const room = want - (out.length - before);
           if (room <= 0) break;
-          q.moveTo(out, Math.min(share, room));
+          this.dead -= q.moveTo(out, Math.min(share, room), this.held);
           byTenant.delete(key);
           if (q.length > 0) byTenant.set(key, q);
         }
@@ -143,6 +168,39 @@ export class FairReady {
     }
     this.size -= out.length;
     return out;
+  }
+
+  /**
+   * Takes a job's entry out (its job was cancelled, rescheduled or claimed by another path) and
+   * returns it, or undefined when none is held.
+   */
+  discard(jobId: string): DueEntry | undefined {
+    const e = this.held.get(jobId);
+    if (e === undefined) return undefined;
+    this.held.delete(jobId);
+    const c = servedAs(e.tag);
+    this.counts[c]!--;
+    if (this.counts[c] === 0) this.active[c] = false;
+    this.size--;
+    this.dead++;
+    if (this.dead > 1024 && this.dead > this.size) this.compact();
+    return e;
+  }
+
+  /** Drops every dead entry (amortised: runs when they outnumber the live ones). */
+  private compact(): void {
+    for (const byTenant of this.classes)
+      for (const [key, q] of [...byTenant]) {
+        const live: DueEntry[] = [];
+        for (let i = q.head; i < q.items.length; i++) {
+          const e = q.items[i]!;
+          if (this.held.get(e.jobId) === e) live.push(e);
+        }
+        q.items = live;
+        q.head = 0;
+        if (live.length === 0) byTenant.delete(key);
+      }
+    this.dead = 0;
   }
 
   /** How many of `n` entries each class gets: stride scheduling over the classes holding entries. */
@@ -184,11 +242,15 @@ export class FairReady {
     return alloc;
   }
 
-  /** The earliest due time held (Infinity when empty): each tenant's first entry is its earliest. */
+  /**
+   * The earliest due time held (Infinity when empty): each tenant's first entry is its earliest
+   * (a discarded one still at the front counts: a lower bound, as the index's own).
+   */
   oldestDueMs(): number {
+    if (this.size === 0) return Infinity;
     let oldest = Infinity;
     for (const byTenant of this.classes)
-      for (const q of byTenant.values()) oldest = Math.min(oldest, q.items[q.head]!.dueMs);
+      for (const q of byTenant.values()) if (q.length > 0) oldest = Math.min(oldest, q.items[q.head]!.dueMs);
     return oldest;
   }
 }

@@ -25,6 +25,21 @@ export class PartitionRuntime {
     this.ready = new FairReady(fireWeights);
   }
 
+  /**
+   * Puts a job (or schedule) entry at `dueMs`, wherever it was: an entry waiting in the ready set
+   * leaves it (keeping its tag when none is given), so a rescheduled job is not offered to a claim
+   * at its old time.
+   */
+  place(jobId: string, dueMs: number, tag?: number): void {
+    const was = this.ready.discard(jobId);
+    this.index.upsert(jobId, dueMs, tag ?? was?.tag);
+  }
+
+  /** Drops a job's entry from the index or the ready set (cancelled, finished, claimed elsewhere). */
+  forget(jobId: string): void {
+    if (!this.index.remove(jobId)) this.ready.discard(jobId);
+  }
+
   /** The earliest due time this partition holds, in its index or ready to claim (Infinity: none). */
   nextDueMs(): number {
     return this.ready.size > 0

@@ -96,6 +96,12 @@ export function createSchedulerMetrics(ownerId: string) {
     claimed: counter(registry, 'sched_jobs_claimed_total', 'jobs claimed and written to the outbox', [
       'source',
     ]),
+    claimMisses: counter(
+      registry,
+      'sched_claim_misses_total',
+      'index entries a firing round asked for and did not claim: not_yet_due in database time (put back), or gone (cancelled, moved, claimed by another path or locked by one)',
+      ['reason'],
+    ),
     wheelSize: gauge(
       registry,
       'sched_wheel_size',

@@ -323,7 +323,7 @@ export class Scheduler {
         this.catchUp.refund(allowed - got.length);
         total += got.length;
         this.d.metrics.catchUpClaimed.inc(got.length);
-        for (const j of got) this.runtimes.get(j.partition)?.index.remove(j.jobId);
+        for (const j of got) this.runtimes.get(j.partition)?.forget(j.jobId);
         if (got.length < allowed) break;
       }
       const partitions = rts.map((r) => r.partition);
@@ -359,7 +359,7 @@ export class Scheduler {
         for (const r of reaped) {
           this.d.metrics.leaseReaped.inc({ to: r.state });
           if (r.state === 'SCHEDULED')
-            rt.index.upsert(r.jobId, r.dueAtMs, this.fireTags.tag(r.tenantId, r.priority));
+            rt.place(r.jobId, r.dueAtMs, this.fireTags.tag(r.tenantId, r.priority));
         }
         total += reaped.length;
       } catch (err) {
@@ -398,9 +398,9 @@ export class Scheduler {
 
   private applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void {
     for (const j of fx.jobs) {
-      if (j.dueMs < 0) rt.index.remove(j.jobId);
+      if (j.dueMs < 0) rt.forget(j.jobId);
       else if (j.dueMs < rt.loadedUntilMs)
-        rt.index.upsert(
+        rt.place(
           j.jobId,
           j.dueMs,
           j.tenantId === undefined ? undefined : this.fireTags.tag(j.tenantId, j.priority ?? 0),
@@ -408,8 +408,8 @@ export class Scheduler {
     }
     for (const s of fx.schedules) {
       if (s.nextFireAtMs !== null && s.nextFireAtMs < rt.loadedUntilMs)
-        rt.index.upsert(scheduleEntryId(s.scheduleId), s.nextFireAtMs, FireTags.FIRST);
-      else rt.index.remove(scheduleEntryId(s.scheduleId));
+        rt.place(scheduleEntryId(s.scheduleId), s.nextFireAtMs, FireTags.FIRST);
+      else rt.forget(scheduleEntryId(s.scheduleId));
     }
   }
 
