@@ -8,8 +8,10 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
     s = await Scenario.create('catch', 2);
     await s.db.pool.query("INSERT INTO tenant (tenant_id) VALUES ('other')");
   });
+  let t: Scenario | undefined;
   afterAll(async () => {
     await s?.close();
+    await t?.close();
   });
 
   it('drains the backlog at most at the configured rate while a live job fires on time', async () => {
@@ -92,5 +94,61 @@ describe('catch-up after an outage: bounded, rate-limited, priorities first, liv
     const live = s.collector.seen.find((d) => d.record.jobId === 'live-1')!.record;
     expect(live.claimedAtMs).toBeGreaterThanOrEqual(liveDue);
     expect(live.claimedAtMs - liveDue).toBeLessThan(500);
+  });
+
+  /**
+   * Tenants take turns within a priority: `big` has 1,000 jobs overdue from T, `small` 20 due
+   * 100 ms after all of them, same priority. Drained oldest first, `small` would wait for all of
+   * `big`'s; in turns, its 20 go within the first 40 claims. And the drain keeps to its rate.
+   */
+  it('within a priority, tenants take turns: a small backlog is not held behind a large one', async () => {
+    // The default reconcile period (2 s), longer than the rate's 1.1 s window: a pass that spent
+    // the rate waits within its period for more instead of leaving the rest of it unused.
+    const env = {
+      SCHED_SESSION_TIMEOUT_MS: '6000',
+      SCHED_HEARTBEAT_INTERVAL_MS: '1000',
+      SCHED_RECONCILE_GRACE_MS: '500',
+    };
+    // A scenario of its own: the first test's schedulers still own the other one's partitions.
+    const s = (t = await Scenario.create('catch_turns', 2));
+    await s.db.pool.query("INSERT INTO tenant (tenant_id) VALUES ('big'), ('small')");
+    const a = await s.startScheduler(env);
+    const before = s.collector.seen.length;
+    const due = Date.now() + 8_000;
+    const jobs = [
+      ...Array.from({ length: 1_000 }, (_, i) =>
+        Object.assign(createJob(`big-${i}`, s.queue, due + Math.floor(i / 20)), { tenantId: 'big' }),
+      ),
+      ...Array.from({ length: 20 }, (_, i) =>
+        Object.assign(createJob(`small-${i}`, s.queue, due + 100 + i), { tenantId: 'small' }),
+      ),
+    ];
+    await s.producer.send(jobs);
+    await until('jobs applied', 20_000, async () => {
+      const { rows } = await s.db.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM job WHERE tenant_id IN ('big', 'small')",
+      );
+      return rows[0]!.n === jobs.length;
+    });
+    a.signal('SIGKILL'); // down before anything is due
+    await sleep(Math.max(0, due + 2_000 - Date.now()));
+    const restartedAt = Date.now();
+    await s.startScheduler({ ...env, SCHED_CATCH_UP_RATE_PER_SEC: '200', SCHED_CLAIM_BATCH_SIZE: '20' });
+    await s.collector.waitFor(() => s.collector.seen.length >= before + jobs.length, 60_000, 'the backlog');
+    const records = s.collector.seen.slice(before).map((d) => d.record);
+    expect(new Set(records.map((r) => r.jobId)).size).toBe(jobs.length);
+    expect(records.filter((r) => r.claimedAtMs < restartedAt)).toEqual([]); // all through the catch-up
+    const order = [...records].sort((x, y) => x.claimedAtMs - y.claimedAtMs);
+    const lastSmall = Math.max(
+      ...order.filter((r) => r.jobId.startsWith('small-')).map((r) => r.claimedAtMs),
+    );
+    const bigBefore = order.filter((r) => r.jobId.startsWith('big-') && r.claimedAtMs < lastSmall).length;
+    const spanMs = order[order.length - 1]!.claimedAtMs - order[0]!.claimedAtMs;
+    console.log(
+      `catch-up in turns: ${bigBefore} of big's 1,000 claimed before small's last; ${jobs.length} over ${spanMs} ms at 200/s`,
+    );
+    expect(bigBefore).toBeLessThanOrEqual(40);
+    // At the rate (1,020 at 200/s: ~5 s), not at what one pass per period allows (~10 s).
+    expect(spanMs).toBeLessThan(8_000);
   });
 });

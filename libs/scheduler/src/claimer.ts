@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
   jobClaimDueDispatch,
-  jobReconcileDueDispatch,
+  jobOverdueFair,
   type ClaimedJob,
   type DispatchedJob,
   type OutboxRow,
+  type OverdueJob,
 } from '@sched/store';
 import type { SchedulerCodec } from './commands.js';
 import type { PartitionRuntime } from './partition-runtime.js';
@@ -106,7 +107,7 @@ export class Claimer {
    * row, and reports database time and which epochs are current; the ownership rows of the current
    * partitions are held FOR KEY SHARE until it commits.
    */
-  async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
+  async claimRound(groups: ClaimGroup[], source: 'wheel' | 'reconcile' = 'wheel'): Promise<RoundOutcome> {
     const t0 = performance.now();
     const client = await this.pool.connect();
     const tWork = performance.now();
@@ -142,26 +143,22 @@ export class Claimer {
           this.metrics.claimMisses.inc({ reason: 'gone' }, missed - out.notYetDue.length);
       }
     }
-    this.observe(claimed, 'wheel');
+    this.observe(claimed, source);
     return { outcomes, fenced, phasesMs: { connect: tWork - t0, claim: tEnd - tWork } };
   }
 
   /**
-   * Reconciliation and catch-up: claims overdue jobs the wheel does not hold, across the given
-   * partitions, highest priority first, SKIP LOCKED, and writes their outbox rows, in one statement
-   * fenced by the ownership rows it holds.
+   * Reconciliation and catch-up, the read: overdue jobs the wheel did not claim, across the given
+   * partitions, in drain order (priority, then tenants in turn; `jobOverdueFair`). The caller
+   * claims them with `claimRound(…, 'reconcile')`: fenced, SKIP LOCKED, state and due re-checked.
    */
-  async reconcile(rts: PartitionRuntime[], limit: number, graceMs: number): Promise<DispatchedJob[]> {
-    const claimed = await jobReconcileDueDispatch(
+  overdue(rts: PartitionRuntime[], limit: number, graceMs: number): Promise<OverdueJob[]> {
+    return jobOverdueFair(
       this.pool,
-      rts.map((r) => ({ partition: r.partition, epoch: r.epoch })),
+      rts.map((r) => r.partition),
       limit,
-      this.dispatchLeaseMs,
       graceMs,
-      this.codec.dispatchHeader(),
     );
-    this.observe(claimed, 'reconcile');
-    return claimed;
   }
 
   /** Claim metrics: batch size, count by source, and due → claim lag of each job. */

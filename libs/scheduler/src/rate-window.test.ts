@@ -25,4 +25,14 @@ describe('RateWindow', () => {
     w.refund(4);
     expect(w.take(10)).toBe(4);
   });
+  it('says how much it would grant without taking it', () => {
+    let now = 0;
+    const w = new RateWindow(10, () => now);
+    expect(w.available()).toBe(10);
+    expect(w.take(6)).toBe(6);
+    expect(w.available()).toBe(4);
+    expect(w.available()).toBe(4);
+    now += 1_200; // the window has moved past the grant
+    expect(w.available()).toBe(10);
+  });
 });

@@ -26,6 +26,12 @@ export class RateWindow {
     return got;
   }
 
+  /** How many `take` would grant now (nothing is taken). */
+  available(): number {
+    this.roll();
+    return Math.max(0, this.perSecond - this.counts.reduce((a, b) => a + b, 0));
+  }
+
   /** Gives back grants that were not used (in the current slot). */
   refund(n: number): void {
     const i = this.slot % RateWindow.SLOTS;

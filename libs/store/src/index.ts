@@ -19,8 +19,9 @@ export {
   jobClaimDueDispatch,
   jobReconcileDue,
   jobReconcileDueDispatch,
+  jobOverdueFair,
 } from './job-claim.js';
-export type { ClaimedJob, OwnedPartition } from './job-claim.js';
+export type { ClaimedJob, OverdueJob, OwnedPartition } from './job-claim.js';
 export { outboxInsert } from './outbox.js';
 export type { OutboxRow } from './outbox.js';
 export { leaseReap } from './lease-reap.js';

@@ -225,7 +225,9 @@ export interface OwnedPartition {
  * across all the partitions at once. Rows another transaction holds are skipped
  * (FOR UPDATE SKIP LOCKED), so concurrent scanners never block each other. Fenced per partition:
  * only partitions whose (partition, epoch) is current take part, and their ownership rows are
- * held FOR KEY SHARE until commit.
+ * held FOR KEY SHARE until commit. The scheduler's catch-up no longer uses it (it reads the drain
+ * order with `jobOverdueFair`, tenants in turn, and claims by id); it stays the one-statement
+ * reconcile for tools and the store's tests of SKIP LOCKED and fencing.
  */
 export async function jobReconcileDue(
   client: pg.ClientBase,
@@ -273,6 +275,47 @@ export async function jobReconcileDueDispatch(
     ],
   });
   return rows.map(toDispatched);
+}
+
+/** An overdue job as the catch-up plans it: enough to claim it by id and tag it. */
+export interface OverdueJob {
+  jobId: string;
+  partition: number;
+  tenantId: string;
+  priority: number;
+  dueAtMs: number;
+}
+
+/**
+ * job_overdue_fair: up to `limit` SCHEDULED jobs of the given partitions that were due more than
+ * `graceMs` ago, in the order the catch-up drains them: highest priority first (strictly, as the
+ * seed asks of a recovery), and within a priority the tenants in turn (each tenant's oldest, then
+ * each one's second oldest, …; ties by due time), so one tenant's large backlog does not hold back
+ * another's few jobs of the same priority. Reads only: no row is locked; the caller claims the ids
+ * with the fenced, SKIP LOCKED claim of a firing round, which re-checks state and due time. One
+ * sort of the whole backlog per call (a window over it), so a catch-up pass reads once and claims
+ * in several rounds from what it read.
+ */
+export async function jobOverdueFair(
+  client: pg.ClientBase | pg.Pool,
+  partitions: readonly number[],
+  limit: number,
+  graceMs: number,
+): Promise<OverdueJob[]> {
+  if (partitions.length === 0 || limit <= 0) return [];
+  const { rows } = await client.query<OverdueJob>({
+    // Unnamed: a generic plan would not know the LIMIT. Columns named as OverdueJob's fields.
+    text: `WITH overdue AS (
+       SELECT j.job_id, j.partition, j.tenant_id, j.priority, j.due_at,
+              row_number() OVER (PARTITION BY j.tenant_id, j.priority ORDER BY j.due_at) AS turn
+       FROM job j
+       WHERE j.partition = ANY($1::int[]) AND j.state = 'SCHEDULED'
+         AND j.due_at <= now() - $3 * interval '1 millisecond')
+     SELECT job_id AS "jobId", partition, tenant_id AS "tenantId", priority, ${MS_OF('due_at')} AS "dueAtMs"
+     FROM overdue ORDER BY priority DESC, turn, due_at LIMIT $2`,
+    values: [partitions, limit, graceMs],
+  });
+  return rows;
 }
 
 /** The reconcile's CTEs: `owners` (current pairs, held FOR KEY SHARE) and `due` (locked, SKIP LOCKED). */
