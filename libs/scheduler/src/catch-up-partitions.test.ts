@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { partitionsToDrain } from './scheduler.js';
+import { partitionsToDrain } from './catch-up.js';
 import { wheelIndexFactory } from './wheel-index.js';
 
 describe('partitionsToDrain (which partitions a catch-up round may claim from)', () => {

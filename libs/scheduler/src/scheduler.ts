@@ -13,9 +13,8 @@ import {
   inTransaction,
   partitionClaim,
   scheduleLoadWindow,
-  type OverdueJob,
 } from '@sched/store';
-import { Claimer, type ClaimGroup } from './claimer.js';
+import { Claimer } from './claimer.js';
 import { FiringDriver } from './firing-driver.js';
 import { DispatchObserver } from './dispatch-observer.js';
 import { CommandApplier } from './command-applier.js';
@@ -26,7 +25,7 @@ import type { DueIndex } from './due-index.js';
 import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
-import { RateWindow } from './rate-window.js';
+import { CatchUpDrain, partitionsToDrain } from './catch-up.js';
 import { FireTags } from './fair-ready.js';
 import { type BacklogCount, queueBacklog, tenantBacklog } from './backlog-counts.js';
 import { refreshOverdueGauges } from './overdue-gauges.js';
@@ -59,7 +58,7 @@ export class Scheduler {
   private applier: CommandApplier | null = null;
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
-  private readonly catchUp: RateWindow;
+  private readonly catchUpDrain: CatchUpDrain;
   /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
   private assigning = 0;
   /** `sched_overdue_jobs_by_tenant` and the `sched_queue_*` gauges: counted now and then. */
@@ -82,7 +81,15 @@ export class Scheduler {
       batch: 100,
       crashAfterGenerate: d.config.testCrashAfterGenerate,
     });
-    this.catchUp = new RateWindow(d.config.catchUpRatePerSec);
+    this.catchUpDrain = new CatchUpDrain({
+      config: d.config,
+      claimer: this.claimer,
+      metrics: d.metrics,
+      fireTags: this.fireTags,
+      runtime: (p) => this.runtimes.get(p),
+      release: (p) => this.release(p, 'fenced'),
+      stopping: () => this.stopping,
+    });
     this.backlogCounts = {
       tenants: tenantBacklog({
         pool: d.pool,
@@ -315,45 +322,9 @@ export class Scheduler {
     // caught up, anything it missed is still found here: nothing waits longer than the wheel does.
     const graceMs = this.d.config.reconcileGraceMs;
     const drain = partitionsToDrain(rts, Date.now(), graceMs, this.assigning > 0);
-    const { claimBatchSize, catchUpRatePerSec } = this.d.config;
-    // One read (one sort of the backlog: ~0.3-0.5 s of Postgres for 100k overdue rows) serves
-    // every claim the rate allows in a pass; between claims the pass waits for the rate window
-    // to move on (it frees 50 ms slots) rather than for the next pass, so a backlog drains at the
-    // rate, not at a fraction of it. What a pass read and did not claim is read again next pass.
-    const passEnds = Date.now() + this.d.config.reconcileEveryMs - CATCH_UP_WAIT_MS;
-    const planSize = Math.max(
-      claimBatchSize,
-      Math.ceil((catchUpRatePerSec * this.d.config.reconcileEveryMs) / 1000),
-    );
     let total = 0;
     try {
-      read: while (drain.length > 0) {
-        if (this.catchUp.available() === 0) {
-          // The previous pass spent the rate: wait for the window within this pass's time.
-          if (this.stopping || Date.now() >= passEnds) break;
-          await new Promise((r) => setTimeout(r, CATCH_UP_WAIT_MS));
-          continue;
-        }
-        const plan = await this.claimer.overdue(drain, planSize, graceMs);
-        let claimedOfPlan = 0;
-        for (let next = 0; next < plan.length;) {
-          const allowed = this.catchUp.take(Math.min(claimBatchSize, plan.length - next));
-          if (allowed === 0) {
-            if (this.stopping || Date.now() >= passEnds) break read;
-            await new Promise((r) => setTimeout(r, CATCH_UP_WAIT_MS));
-            continue;
-          }
-          const got = await this.claimOverdue(plan.slice(next, next + allowed));
-          next += allowed;
-          this.catchUp.refund(allowed - got);
-          claimedOfPlan += got;
-          total += got;
-          if (Date.now() >= passEnds) break read;
-        }
-        // Read again only while whole plans are claimed and the pass has time: rows another
-        // transaction holds, or a backlog smaller than a plan, end the pass (the next one looks again).
-        if (plan.length < planSize || claimedOfPlan < plan.length || Date.now() >= passEnds) break;
-      }
+      total = await this.catchUpDrain.pass(drain);
       const partitions = rts.map((r) => r.partition);
       const anyOverdue = await refreshOverdueGauges(this.d.pool, this.d.metrics, partitions, graceMs);
       this.backlogCounts.tenants.count(partitions, !anyOverdue);
@@ -362,29 +333,6 @@ export class Scheduler {
       this.d.log.error({ err }, 'reconcile failed');
     }
     return total;
-  }
-
-  /** Claims overdue jobs by id as one firing round does (fenced, SKIP LOCKED); returns how many. */
-  private async claimOverdue(jobs: OverdueJob[]): Promise<number> {
-    const byPartition = new Map<number, ClaimGroup>();
-    for (const j of jobs) {
-      const rt = this.runtimes.get(j.partition);
-      if (!rt || rt.closed) continue;
-      let g = byPartition.get(j.partition);
-      if (!g) byPartition.set(j.partition, (g = { rt, entries: [] }));
-      g.entries.push({ jobId: j.jobId, dueMs: j.dueAtMs, tag: this.fireTags.tag(j.tenantId, j.priority) });
-    }
-    if (byPartition.size === 0) return 0;
-    const { outcomes, fenced } = await this.claimer.claimRound([...byPartition.values()], 'reconcile');
-    for (const rt of fenced) this.release(rt.partition, 'fenced');
-    let got = 0;
-    for (const [partition, out] of outcomes) {
-      const rt = this.runtimes.get(partition);
-      for (const j of out.claimed) rt?.forget(j.jobId);
-      got += out.claimed.length;
-    }
-    this.d.metrics.catchUpClaimed.inc(got);
-    return got;
   }
 
   private forgetBacklogCounts(): void {
@@ -502,23 +450,4 @@ export class Scheduler {
     t.unref();
     this.loops.push(t);
   }
-}
-
-/** How long a catch-up pass waits for its rate window to free grants before it looks again. */
-const CATCH_UP_WAIT_MS = 100;
-
-/**
- * The partitions a catch-up round drains: those whose wheel is not behind by more than the grace
- * (its next due entry, a lower bound, is later than now - grace). None while an assignment is still
- * being set up: a partition of it not yet claimed may hold higher priorities than the ones ready,
- * and a round then would drain their lower priorities first. See `reconcileOnce`.
- */
-export function partitionsToDrain<R extends { nextDueMs(): number }>(
-  rts: readonly R[],
-  nowMs: number,
-  graceMs: number,
-  assignmentInProgress = false,
-): R[] {
-  if (assignmentInProgress) return [];
-  return rts.filter((r) => r.nextDueMs() > nowMs - graceMs);
 }
