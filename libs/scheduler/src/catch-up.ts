@@ -46,7 +46,8 @@ export class CatchUpDrain {
    */
   async pass(drain: PartitionRuntime[]): Promise<number> {
     const { claimBatchSize, catchUpRatePerSec, reconcileEveryMs, reconcileGraceMs } = this.d.config;
-    const passEnds = Date.now() + reconcileEveryMs - CATCH_UP_WAIT_MS;
+    const budgetMs = reconcileEveryMs - CATCH_UP_WAIT_MS;
+    const passEnds = Date.now() + budgetMs;
     const planSize = Math.max(claimBatchSize, Math.ceil((catchUpRatePerSec * reconcileEveryMs) / 1000));
     let total = 0;
     read: while (drain.length > 0) {
@@ -57,11 +58,16 @@ export class CatchUpDrain {
         continue;
       }
       const plan = await this.d.claimer.overdue(drain, planSize, reconcileGraceMs);
+      // A period of claiming from the plan, counted from when it was read: the sort of a large
+      // backlog can itself take longer than a period, and the plan should not be thrown away
+      // after one batch for another sort.
+      const claimEnds = Date.now() + budgetMs;
       let claimedOfPlan = 0;
       for (let next = 0; next < plan.length;) {
+        if (this.d.stopping()) break read;
         const allowed = this.rate.take(Math.min(claimBatchSize, plan.length - next));
         if (allowed === 0) {
-          if (this.d.stopping() || Date.now() >= passEnds) break read;
+          if (Date.now() >= claimEnds) break read;
           await wait();
           continue;
         }
@@ -70,7 +76,7 @@ export class CatchUpDrain {
         this.rate.refund(allowed - got);
         claimedOfPlan += got;
         total += got;
-        if (Date.now() >= passEnds) break read;
+        if (Date.now() >= claimEnds) break read;
       }
       // Read again only while whole plans are claimed and the pass has time: rows another
       // transaction holds, or a backlog smaller than a plan, end the pass (the next one looks again).

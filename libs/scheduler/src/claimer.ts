@@ -133,7 +133,9 @@ export class Claimer {
     for (const j of claimed) outcomes.get(j.partition)!.claimed.push(j);
     for (const g of live) {
       const out = outcomes.get(g.rt.partition)!;
-      if (out.claimed.length < g.entries.length) {
+      // Misses count the wheel's rounds only: the catch-up's plan is read ahead of its claims, and
+      // rows the wheel or a command took meanwhile are expected there.
+      if (out.claimed.length < g.entries.length && source === 'wheel') {
         const got = new Set(out.claimed.map((c) => c.jobId));
         out.notYetDue = g.entries.filter((e) => !got.has(e.jobId) && e.dueMs > nowMs);
         const missed = g.entries.length - out.claimed.length;

@@ -325,7 +325,10 @@ export class Scheduler {
     let total = 0;
     try {
       total = await this.catchUpDrain.pass(drain);
-      const partitions = rts.map((r) => r.partition);
+      // Only partitions still owned: a gauge of one released during the pass stays removed.
+      const partitions = rts
+        .filter((r) => this.runtimes.get(r.partition) === r && !r.closed)
+        .map((r) => r.partition);
       const anyOverdue = await refreshOverdueGauges(this.d.pool, this.d.metrics, partitions, graceMs);
       this.backlogCounts.tenants.count(partitions, !anyOverdue);
       this.backlogCounts.queues.count(partitions);

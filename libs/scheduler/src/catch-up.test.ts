@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import type { OverdueJob } from '@sched/store';
+import { CatchUpDrain } from './catch-up.js';
+import type { ClaimGroup, RoundOutcome } from './claimer.js';
+import { FireTags } from './fair-ready.js';
+import { PartitionRuntime } from './partition-runtime.js';
+import { createSchedulerMetrics } from './scheduler-metrics.js';
+import { wheelIndexFactory } from './wheel-index.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A drain over one partition whose claimer claims every id asked for; the read takes `readMs`. */
+function drain(opts: {
+  readMs: number;
+  backlog: number;
+  rate: number;
+  periodMs: number;
+  stopAfter?: number;
+}) {
+  const rt = new PartitionRuntime(0, 1, -1, wheelIndexFactory()());
+  let left = Array.from({ length: opts.backlog }, (_, i) => `j-${i}`);
+  let reads = 0;
+  let claimed = 0;
+  const d = new CatchUpDrain({
+    config: {
+      claimBatchSize: 10,
+      catchUpRatePerSec: opts.rate,
+      reconcileEveryMs: opts.periodMs,
+      reconcileGraceMs: 0,
+    },
+    claimer: {
+      async overdue(_rts, limit): Promise<OverdueJob[]> {
+        reads++;
+        await sleep(opts.readMs);
+        return left
+          .slice(0, limit)
+          .map((jobId) => ({ jobId, partition: 0, tenantId: 't', priority: 0, dueAtMs: 0 }));
+      },
+      async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
+        const ids = new Set(groups.flatMap((g) => g.entries.map((e) => e.jobId)));
+        left = left.filter((id) => !ids.has(id));
+        claimed += ids.size;
+        const outcome = {
+          claimed: [...ids].map((jobId) => ({ jobId }) as never),
+          notYetDue: [],
+        };
+        return { outcomes: new Map([[0, outcome]]), fenced: [], phasesMs: { connect: 0, claim: 0 } };
+      },
+    },
+    metrics: createSchedulerMetrics('test'),
+    fireTags: new FireTags(),
+    runtime: (p) => (p === 0 ? rt : undefined),
+    release: () => undefined,
+    stopping: () => opts.stopAfter !== undefined && claimed >= opts.stopAfter,
+  });
+  return { pass: () => d.pass([rt]), reads: () => reads, claimed: () => claimed };
+}
+
+describe('CatchUpDrain', () => {
+  it('claims a whole plan even when reading it took longer than a period (a large backlog)', async () => {
+    // Period 200 ms, plan 200 (the rate's worth of a period), read 300 ms: the claims get their own period.
+    const d = drain({ readMs: 300, backlog: 1_000, rate: 1_000, periodMs: 200 });
+    expect(await d.pass()).toBe(200);
+    expect(d.reads()).toBe(1);
+  });
+
+  it('never claims more than the rate, waiting for its window within the pass', async () => {
+    const d = drain({ readMs: 0, backlog: 10_000, rate: 100, periodMs: 1_500 });
+    const t0 = Date.now();
+    const got = await d.pass();
+    const elapsed = Date.now() - t0;
+    // 100 at once, 100 more each time the 1.1 s window has moved on: it waited, and kept to the rate.
+    expect(got).toBeGreaterThanOrEqual(200);
+    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+    expect(got).toBeLessThanOrEqual(100 * (1 + Math.floor(elapsed / 1_100)));
+    // A pass ends within two periods (its claims after the last read get one period).
+    expect(elapsed).toBeLessThan(3_000 + 500);
+  });
+
+  it('stops claiming as soon as the scheduler stops', async () => {
+    const d = drain({ readMs: 0, backlog: 1_000, rate: 1_000, periodMs: 2_000, stopAfter: 30 });
+    expect(await d.pass()).toBe(30);
+  });
+});
