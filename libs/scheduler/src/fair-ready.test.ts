@@ -168,6 +168,13 @@ describe('FairReady', () => {
     expect(rt.ready.size).toBe(1);
     expect(rt.index.size).toBe(1);
     expect(rt.ready.take(10).map((e) => e.jobId)).toEqual(['stays']);
+    // A job in both (put back into the wheel while a twin waited in the ready set) leaves both.
+    rt.place('twin', now - 2, 4);
+    for (const e of rt.index.advance(now, 10)) rt.ready.push(e);
+    rt.index.upsert('twin', now - 2, 4);
+    rt.forget('twin');
+    expect(rt.ready.size).toBe(0);
+    expect(rt.index.size).toBe(1);
     // The moved job kept its tag on its way back to the wheel.
     expect(rt.index.advance(now + 30_000, 10)).toEqual([{ jobId: 'moved', dueMs: now + 30_000, tag: 9 }]);
   });

@@ -35,9 +35,13 @@ export class PartitionRuntime {
     this.index.upsert(jobId, dueMs, tag ?? was?.tag);
   }
 
-  /** Drops a job's entry from the index or the ready set (cancelled, finished, claimed elsewhere). */
+  /**
+   * Drops a job's entry from the index and the ready set (cancelled, finished, claimed elsewhere):
+   * both, as an entry put back into the index by a failed round can have a twin waiting there.
+   */
   forget(jobId: string): void {
-    if (!this.index.remove(jobId)) this.ready.discard(jobId);
+    this.index.remove(jobId);
+    this.ready.discard(jobId);
   }
 
   /** The earliest due time this partition holds, in its index or ready to claim (Infinity: none). */

@@ -19,9 +19,7 @@ export class RateWindow {
 
   /** Grants up to `want`; returns how many. */
   take(want: number): number {
-    this.roll();
-    const used = this.counts.reduce((a, b) => a + b, 0);
-    const got = Math.max(0, Math.min(want, this.perSecond - used));
+    const got = Math.max(0, Math.min(want, this.available()));
     this.counts[this.slot % RateWindow.SLOTS]! += got;
     return got;
   }
