@@ -16,6 +16,8 @@ function drain(opts: {
   rate: number;
   periodMs: number;
   stopAfter?: number;
+  claimBatchSize?: number;
+  claimMs?: number;
 }) {
   const rt = new PartitionRuntime(0, 1, -1, wheelIndexFactory()());
   let left = Array.from({ length: opts.backlog }, (_, i) => `j-${i}`);
@@ -23,7 +25,7 @@ function drain(opts: {
   let claimed = 0;
   const d = new CatchUpDrain({
     config: {
-      claimBatchSize: 10,
+      claimBatchSize: opts.claimBatchSize ?? 10,
       catchUpRatePerSec: opts.rate,
       reconcileEveryMs: opts.periodMs,
       reconcileGraceMs: 0,
@@ -37,6 +39,7 @@ function drain(opts: {
           .map((jobId) => ({ jobId, partition: 0, tenantId: 't', priority: 0, dueAtMs: 0 }));
       },
       async claimRound(groups: ClaimGroup[]): Promise<RoundOutcome> {
+        if (opts.claimMs) await sleep(opts.claimMs);
         const ids = new Set(groups.flatMap((g) => g.entries.map((e) => e.jobId)));
         left = left.filter((id) => !ids.has(id));
         claimed += ids.size;
@@ -53,7 +56,7 @@ function drain(opts: {
     release: () => undefined,
     stopping: () => opts.stopAfter !== undefined && claimed >= opts.stopAfter,
   });
-  return { pass: () => d.pass([rt]), reads: () => reads, claimed: () => claimed };
+  return { drain: d, pass: () => d.pass([rt]), reads: () => reads, claimed: () => claimed };
 }
 
 describe('CatchUpDrain', () => {
@@ -80,5 +83,46 @@ describe('CatchUpDrain', () => {
   it('stops claiming as soon as the scheduler stops', async () => {
     const d = drain({ readMs: 0, backlog: 1_000, rate: 1_000, periodMs: 2_000, stopAfter: 30 });
     expect(await d.pass()).toBe(30);
+  });
+
+  it('keeps a plan over several passes when its read took longer than a quarter of a period', async () => {
+    // Read 600 ms, period 200 ms: after the first read a plan serves 4 x 600 ms at the rate.
+    const d = drain({ readMs: 600, backlog: 5_000, rate: 1_000, periodMs: 200 });
+    expect(await d.pass()).toBe(200); // the first plan: a period's worth
+    expect(d.drain.planSpanMs()).toBeGreaterThanOrEqual(2_400); // 4 x the read, as timers keep it
+    expect(d.drain.planSpanMs()).toBeLessThan(2_800);
+    await d.pass(); // reads the larger plan and claims what the rate still allows of it
+    expect(d.reads()).toBe(2);
+    const before = d.claimed();
+    expect(before).toBeLessThanOrEqual(1_000);
+    await sleep(1_200); // the rate window moves on
+    await d.pass();
+    await d.pass();
+    // Claimed from the plan held since the second read: no third sort of the backlog.
+    expect(d.claimed()).toBeGreaterThan(before);
+    expect(d.reads()).toBe(2);
+  });
+
+  it('reads again once a held plan has expired', async () => {
+    // Claims of 10 take 50 ms: a 300 ms period (200 ms of claims) leaves most of a plan held, and
+    // a 300 ms read makes that plan last 1.2 s.
+    const opts = { readMs: 300, backlog: 1_000, rate: 100_000, periodMs: 300, claimMs: 50 };
+    const fresh = drain(opts);
+    await fresh.pass();
+    await sleep(50);
+    await fresh.pass();
+    expect(fresh.reads()).toBe(1); // the held plan served the second pass
+    const stale = drain(opts);
+    await stale.pass();
+    await sleep(1_300); // past the plan's span
+    await stale.pass();
+    expect(stale.reads()).toBe(2);
+  });
+
+  it('bounds a plan: at most 30 s of claims and 200,000 rows', async () => {
+    const d = drain({ readMs: 20_000, backlog: 0, rate: 20_000, periodMs: 2_000 }).drain;
+    (d as unknown as { lastReadMs: number }).lastReadMs = 20_000;
+    expect(d.planSpanMs()).toBe(30_000);
+    expect(d.planSize()).toBe(200_000);
   });
 });

@@ -25,6 +25,29 @@ export interface CatchUpDeps {
 }
 
 /**
+ * A plan is claimed for at least this many times as long as its read took, so that sorting a large
+ * backlog stays at most a fifth of a drain's time (1M overdue rows: a 3-5 s sort, a 20 s plan).
+ */
+const PLAN_SPAN_PER_READ = 4;
+/** The longest a plan is kept: a job that falls overdue meanwhile waits at most this long for a read. */
+const MAX_PLAN_SPAN_MS = 30_000;
+/** The most rows one plan holds (~150 B each in this process). */
+const MAX_PLAN_ROWS = 200_000;
+
+/** A read's drain order, claimed over one pass or several. */
+interface Plan {
+  jobs: OverdueJob[];
+  /** The next row to claim. */
+  next: number;
+  claimed: number;
+  /** The rows asked for: fewer came back when the whole backlog fit. */
+  size: number;
+  /** The partitions it was read for, as `partitionKey` gives them. */
+  partitions: string;
+  expiresAt: number;
+}
+
+/**
  * The catch-up drain of an overdue backlog (after an outage, or jobs the wheel missed): highest
  * priority first, tenants in turn within a priority (`jobOverdueFair`), claimed by id with the
  * firing round's fenced SKIP LOCKED claim, at most `catchUpRatePerSec` per process (any 1.1 s
@@ -32,55 +55,83 @@ export interface CatchUpDeps {
  */
 export class CatchUpDrain {
   private readonly rate: RateWindow;
+  private held: Plan | undefined;
+  private lastReadMs = 0;
 
   constructor(private readonly d: CatchUpDeps) {
     this.rate = new RateWindow(d.config.catchUpRatePerSec);
   }
 
   /**
+   * How long the next plan serves: a period, or `PLAN_SPAN_PER_READ` times the last read when the
+   * backlog is so large that its sort takes longer than a quarter of a period (at most 30 s).
+   */
+  planSpanMs(): number {
+    const spanMs = Math.max(this.d.config.reconcileEveryMs, PLAN_SPAN_PER_READ * this.lastReadMs);
+    return Math.min(MAX_PLAN_SPAN_MS, spanMs);
+  }
+
+  /** The rows the next read asks for: the plan's span at the rate, at least a claim batch. */
+  planSize(): number {
+    const { claimBatchSize, catchUpRatePerSec } = this.d.config;
+    const atRate = Math.ceil((catchUpRatePerSec * this.planSpanMs()) / 1000);
+    return Math.max(claimBatchSize, Math.min(MAX_PLAN_ROWS, atRate));
+  }
+
+  /**
    * One pass over the partitions given (see `partitionsToDrain`); returns how many it claimed.
-   * One read (one sort of the backlog: ~0.3-0.5 s of Postgres for 100k overdue rows) serves every
-   * claim the rate allows in a pass; between claims the pass waits for the rate window to move on
-   * (it frees 50 ms slots) rather than for the next pass, so a backlog drains at the rate, not at
-   * a fraction of it. What a pass read and did not claim is read again next pass.
+   * A read (one sort of the backlog: ~0.3-0.5 s of Postgres for 200k overdue rows, 3-5 s for 1M)
+   * gives the drain order for `planSpanMs` at the rate; a plan not used up in one pass is kept for
+   * the next ones until it is used up or expires, or the partitions to drain change. Between claims
+   * the pass waits for the rate window to move on (it frees 50 ms slots) rather than for the next
+   * pass, so a backlog drains at the rate, not at a fraction of it. A pass reads only within its
+   * period; the claims after a read get a period of their own, counted from the read.
    */
   async pass(drain: PartitionRuntime[]): Promise<number> {
-    const { claimBatchSize, catchUpRatePerSec, reconcileEveryMs, reconcileGraceMs } = this.d.config;
+    const { claimBatchSize, reconcileEveryMs, reconcileGraceMs } = this.d.config;
     const budgetMs = reconcileEveryMs - CATCH_UP_WAIT_MS;
-    const passEnds = Date.now() + budgetMs;
-    const planSize = Math.max(claimBatchSize, Math.ceil((catchUpRatePerSec * reconcileEveryMs) / 1000));
+    const readEnds = Date.now() + budgetMs;
+    let claimEnds = readEnds;
+    const partitions = partitionKey(drain);
     let total = 0;
-    read: while (drain.length > 0) {
+    while (drain.length > 0 && !this.d.stopping()) {
+      let plan = this.held;
+      if (plan && (plan.partitions !== partitions || Date.now() >= plan.expiresAt)) {
+        this.held = plan = undefined;
+      }
+      if (plan && plan.next >= plan.jobs.length) {
+        this.held = undefined;
+        // Read again only while whole plans are claimed: rows another transaction holds, or a
+        // backlog smaller than a plan, end the pass (the next one looks again).
+        if (plan.jobs.length < plan.size || plan.claimed < plan.jobs.length) break;
+        continue;
+      }
+      const now = Date.now();
+      if (now >= (plan ? claimEnds : readEnds)) break;
       if (this.rate.available() === 0) {
-        // The previous pass spent the rate: wait for the window within this pass's time.
-        if (this.d.stopping() || Date.now() >= passEnds) break;
+        // The rate is spent: wait for its window within this pass's time.
         await wait();
         continue;
       }
-      const plan = await this.d.claimer.overdue(drain, planSize, reconcileGraceMs);
-      // A period of claiming from the plan, counted from when it was read: the sort of a large
-      // backlog can itself take longer than a period, and the plan should not be thrown away
-      // after one batch for another sort.
-      const claimEnds = Date.now() + budgetMs;
-      let claimedOfPlan = 0;
-      for (let next = 0; next < plan.length;) {
-        if (this.d.stopping()) break read;
-        const allowed = this.rate.take(Math.min(claimBatchSize, plan.length - next));
-        if (allowed === 0) {
-          if (Date.now() >= claimEnds) break read;
-          await wait();
-          continue;
-        }
-        const got = await this.claim(plan.slice(next, next + allowed));
-        next += allowed;
-        this.rate.refund(allowed - got);
-        claimedOfPlan += got;
-        total += got;
-        if (Date.now() >= claimEnds) break read;
+      if (!plan) {
+        const size = this.planSize();
+        const jobs = await this.d.claimer.overdue(drain, size, reconcileGraceMs);
+        const readAt = Date.now();
+        this.lastReadMs = readAt - now;
+        this.held = { jobs, next: 0, claimed: 0, size, partitions, expiresAt: readAt + this.planSpanMs() };
+        claimEnds = Math.max(claimEnds, readAt + budgetMs);
+        continue;
       }
-      // Read again only while whole plans are claimed and the pass has time: rows another
-      // transaction holds, or a backlog smaller than a plan, end the pass (the next one looks again).
-      if (plan.length < planSize || claimedOfPlan < plan.length || Date.now() >= passEnds) break;
+      const allowed = this.rate.take(Math.min(claimBatchSize, plan.jobs.length - plan.next));
+      if (allowed === 0) {
+        await wait();
+        continue;
+      }
+      const got = await this.claim(plan.jobs.slice(plan.next, plan.next + allowed));
+      plan.next += allowed;
+      plan.claimed += got;
+      this.rate.refund(allowed - got);
+      total += got;
     }
     return total;
   }
@@ -107,6 +158,14 @@ export class CatchUpDrain {
     this.d.metrics.catchUpClaimed.inc(got);
     return got;
   }
+}
+
+/** The partitions of a drain, as a plan records them. */
+function partitionKey(drain: readonly PartitionRuntime[]): string {
+  return drain
+    .map((r) => r.partition)
+    .sort((a, b) => a - b)
+    .join(',');
 }
 
 function wait(): Promise<void> {

@@ -123,6 +123,26 @@ describe('FairReady', () => {
     expect(r.oldestDueMs()).toBe(Infinity);
   });
 
+  it('gives the oldest live due time, not that of a discarded entry (the partition is not behind for it)', () => {
+    const tags = new FireTags();
+    const r = new FairReady();
+    for (let i = 0; i < 5; i++) r.push(entry(`a-${i}`, 100 + i, tags.tag('a', 0)));
+    r.push(entry('b-0', 200, tags.tag('b', 0)));
+    r.discard('a-0');
+    r.discard('a-1');
+    expect(r.oldestDueMs()).toBe(102);
+    for (let i = 2; i < 5; i++) r.discard(`a-${i}`);
+    expect(r.oldestDueMs()).toBe(200);
+    // The dropped ones are gone for good: a take gets the one live entry, the memory is released.
+    expect(r.take(10).map((e) => e.jobId)).toEqual(['b-0']);
+    expect(r.oldestDueMs()).toBe(Infinity);
+    const rt = new PartitionRuntime(0, 1, -1, wheelIndexFactory()());
+    rt.ready.push(entry('c-0', 50, tags.tag('a', 0)));
+    rt.ready.push(entry('c-1', 5_000, tags.tag('a', 0)));
+    rt.forget('c-0');
+    expect(rt.nextDueMs()).toBe(5_000);
+  });
+
   it('counts the same job pushed twice once, at its later entry', () => {
     const tags = new FireTags();
     const r = new FairReady();

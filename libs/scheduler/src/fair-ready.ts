@@ -75,6 +75,14 @@ class Fifo {
     }
     return dropped;
   }
+
+  /** Drops the discarded entries at the front (see `moveTo`); returns how many. */
+  dropDeadFront(held: Map<string, DueEntry>): number {
+    const from = this.head;
+    while (this.head < this.items.length && held.get(this.items[this.head]!.jobId) !== this.items[this.head])
+      this.head++;
+    return this.head - from;
+  }
 }
 
 /** Default weights of the classes `[high, normal, low]`, as the worker's admission. */
@@ -243,14 +251,19 @@ export class FairReady {
   }
 
   /**
-   * The earliest due time held (Infinity when empty): each tenant's first entry is its earliest
-   * (a discarded one still at the front counts: a lower bound, as the index's own).
+   * The earliest due time held (Infinity when empty): each tenant's first live entry is its
+   * earliest. Discarded entries at a tenant's front are dropped on the way (each once), so a
+   * cancelled job's old due time does not keep the partition looking behind (and out of the
+   * catch-up, see `partitionsToDrain`) until a compaction.
    */
   oldestDueMs(): number {
     if (this.size === 0) return Infinity;
     let oldest = Infinity;
     for (const byTenant of this.classes)
-      for (const q of byTenant.values()) if (q.length > 0) oldest = Math.min(oldest, q.items[q.head]!.dueMs);
+      for (const q of byTenant.values()) {
+        this.dead -= q.dropDeadFront(this.held);
+        if (q.length > 0) oldest = Math.min(oldest, q.items[q.head]!.dueMs);
+      }
     return oldest;
   }
 }

@@ -28,7 +28,7 @@ import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './sc
 import { CatchUpDrain, partitionsToDrain } from './catch-up.js';
 import { FireTags } from './fair-ready.js';
 import { type BacklogCount, queueBacklog, tenantBacklog } from './backlog-counts.js';
-import { refreshOverdueGauges } from './overdue-gauges.js';
+import { countOverdue, setOverdueGauges } from './overdue-gauges.js';
 import { retentionSweep } from './retention-sweep.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
@@ -323,13 +323,21 @@ export class Scheduler {
     const graceMs = this.d.config.reconcileGraceMs;
     const drain = partitionsToDrain(rts, Date.now(), graceMs, this.assigning > 0);
     let total = 0;
+    // The gauges' count runs beside the pass (it is a full count of the backlog): they show what
+    // the pass started from, at most a period old.
+    const counting = countOverdue(
+      this.d.pool,
+      rts.map((r) => r.partition),
+      graceMs,
+    );
+    counting.catch(() => undefined); // awaited below; not unhandled if the pass throws first
     try {
       total = await this.catchUpDrain.pass(drain);
       // Only partitions still owned: a gauge of one released during the pass stays removed.
       const partitions = rts
         .filter((r) => this.runtimes.get(r.partition) === r && !r.closed)
         .map((r) => r.partition);
-      const anyOverdue = await refreshOverdueGauges(this.d.pool, this.d.metrics, partitions, graceMs);
+      const anyOverdue = setOverdueGauges(this.d.metrics, await counting, partitions);
       this.backlogCounts.tenants.count(partitions, !anyOverdue);
       this.backlogCounts.queues.count(partitions);
     } catch (err) {
