@@ -25,6 +25,11 @@ const SUITES: Readonly<Record<string, SuiteEntry>> = {
     nodeFlags: ['--expose-gc', '--max-old-space-size=16384'],
     load: async () => (await import('./wheel-suite/wheel-suite')).wheelSuite,
   },
+  catchup: {
+    description: 'catch-up drain of an overdue backlog after an outage (ours): time, rate, Postgres µs/job',
+    nodeFlags: [],
+    load: async () => (await import('./catch-up-suite/catch-up-suite')).catchUpSuite,
+  },
   e2e: {
     description: 'ours vs pg-boss and BullMQ end to end: delayed, burst, ingest, drain, pending, recovery',
     nodeFlags: [],

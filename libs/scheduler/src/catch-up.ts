@@ -89,7 +89,8 @@ export class CatchUpDrain {
    */
   async pass(drain: PartitionRuntime[]): Promise<number> {
     const { claimBatchSize, reconcileEveryMs, reconcileGraceMs } = this.d.config;
-    const budgetMs = reconcileEveryMs - CATCH_UP_WAIT_MS;
+    // A period of 100 ms or less still gets one read and a batch a pass.
+    const budgetMs = Math.max(CATCH_UP_WAIT_MS, reconcileEveryMs - CATCH_UP_WAIT_MS);
     const readEnds = Date.now() + budgetMs;
     let claimEnds = readEnds;
     const partitions = partitionKey(drain);
@@ -114,11 +115,15 @@ export class CatchUpDrain {
         continue;
       }
       if (!plan) {
+        const spanMs = this.planSpanMs();
         const size = this.planSize();
         const jobs = await this.d.claimer.overdue(drain, size, reconcileGraceMs);
         const readAt = Date.now();
         this.lastReadMs = readAt - now;
-        this.held = { jobs, next: 0, claimed: 0, size, partitions, expiresAt: readAt + this.planSpanMs() };
+        this.d.metrics.catchUpReadSeconds.observe(this.lastReadMs / 1000);
+        // It serves the span it was sized for, or longer if this read was the slower one.
+        const expiresAt = readAt + Math.max(spanMs, this.planSpanMs());
+        this.held = { jobs, next: 0, claimed: 0, size, partitions, expiresAt };
         claimEnds = Math.max(claimEnds, readAt + budgetMs);
         continue;
       }

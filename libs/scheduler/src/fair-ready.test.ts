@@ -133,7 +133,7 @@ describe('FairReady', () => {
     expect(r.oldestDueMs()).toBe(102);
     for (let i = 2; i < 5; i++) r.discard(`a-${i}`);
     expect(r.oldestDueMs()).toBe(200);
-    // The dropped ones are gone for good: a take gets the one live entry, the memory is released.
+    // The dropped ones are gone for good: a take gets the one live entry.
     expect(r.take(10).map((e) => e.jobId)).toEqual(['b-0']);
     expect(r.oldestDueMs()).toBe(Infinity);
     const rt = new PartitionRuntime(0, 1, -1, wheelIndexFactory()());

@@ -66,13 +66,7 @@ class Fifo {
       } else dropped++;
     }
     this.head = i;
-    if (this.head === this.items.length) {
-      this.items = [];
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
+    this.release();
     return dropped;
   }
 
@@ -81,7 +75,20 @@ class Fifo {
     const from = this.head;
     while (this.head < this.items.length && held.get(this.items[this.head]!.jobId) !== this.items[this.head])
       this.head++;
-    return this.head - from;
+    const dropped = this.head - from;
+    this.release();
+    return dropped;
+  }
+
+  /** Lets go of what was read: all of it when it is all read, else once half of it is. */
+  private release(): void {
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
   }
 }
 

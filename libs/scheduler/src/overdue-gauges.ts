@@ -18,18 +18,17 @@ export async function countOverdue(
   partitions: readonly number[],
   graceMs: number,
 ): Promise<OverdueCounts> {
-  const [overdue, dlq] = await Promise.all([
-    pool.query<{ partition: number; n: number; age: number }>(
-      `SELECT partition, count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age FROM job
-       WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
-       GROUP BY partition`,
-      [partitions, graceMs],
-    ),
-    pool.query<{ n: number; age: number | null }>(
-      `SELECT count(*)::int AS n, extract(epoch FROM now() - min(dead_at))::float8 AS age
-       FROM dead_letter WHERE replayed_at IS NULL`,
-    ),
-  ]);
+  // One after the other: one pool connection, the others stay free for firing rounds and applies.
+  const overdue = await pool.query<{ partition: number; n: number; age: number }>(
+    `SELECT partition, count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age FROM job
+     WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
+     GROUP BY partition`,
+    [partitions, graceMs],
+  );
+  const dlq = await pool.query<{ n: number; age: number | null }>(
+    `SELECT count(*)::int AS n, extract(epoch FROM now() - min(dead_at))::float8 AS age
+     FROM dead_letter WHERE replayed_at IS NULL`,
+  );
   return {
     perPartition: new Map(overdue.rows.map((r) => [r.partition, r])),
     dlq: dlq.rows[0] ?? { n: 0, age: null },

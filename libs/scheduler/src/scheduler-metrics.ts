@@ -140,6 +140,12 @@ export function createSchedulerMetrics(ownerId: string) {
       'sched_catch_up_claimed_total',
       'overdue jobs claimed by the rate-limited catch-up drain',
     ),
+    catchUpReadSeconds: histogram(
+      registry,
+      'sched_catch_up_read_seconds',
+      'time of one catch-up read of the drain order (a sort of the overdue backlog)',
+      [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    ),
     dlqOldestAge: gauge(
       registry,
       'sched_dlq_oldest_age_seconds',

@@ -333,11 +333,12 @@ export class Scheduler {
     counting.catch(() => undefined); // awaited below; not unhandled if the pass throws first
     try {
       total = await this.catchUpDrain.pass(drain);
-      // Only partitions still owned: a gauge of one released during the pass stays removed.
+      const counts = await counting;
+      // Only partitions still owned: a gauge of one released during the pass or the count stays removed.
       const partitions = rts
         .filter((r) => this.runtimes.get(r.partition) === r && !r.closed)
         .map((r) => r.partition);
-      const anyOverdue = setOverdueGauges(this.d.metrics, await counting, partitions);
+      const anyOverdue = setOverdueGauges(this.d.metrics, counts, partitions);
       this.backlogCounts.tenants.count(partitions, !anyOverdue);
       this.backlogCounts.queues.count(partitions);
     } catch (err) {

@@ -1,4 +1,4 @@
-import { stackEndpoints } from '@sched/local-stack';
+import { stackEndpoints, stackStatus } from '@sched/local-stack';
 import { startChild, e2ePath, type Child } from '../child-process.js';
 import type { StartHub } from '../start-log.js';
 
@@ -77,4 +77,20 @@ export function startWorker(
       ...overrides('E2E_OURS_WORKER_ENV'),
     },
   });
+}
+
+/** The stack's service processes as CPU groups (root pids, see `cpuWindow`): Postgres, Kafka, Connect. */
+export async function stackProcessGroups(): Promise<Record<string, number[]>> {
+  const s = await stackStatus();
+  const pidOf = (name: string) => s.services.find((x) => x.name === name)?.pid;
+  const groups: Record<string, number[]> = {};
+  for (const [group, svc] of [
+    ['postgres', 'postgres'],
+    ['kafka', 'kafka'],
+    ['connect+debezium', 'connect'],
+  ] as const) {
+    const pid = pidOf(svc);
+    if (pid) groups[group] = [pid];
+  }
+  return groups;
 }

@@ -8,14 +8,14 @@ import {
   type KafkaPort,
   type MessageProducer,
 } from '@sched/kafka';
-import { stackEndpoints, stackStatus, recipeVersions, DISPATCH_PARTITIONS } from '@sched/local-stack';
+import { stackEndpoints, recipeVersions, DISPATCH_PARTITIONS } from '@sched/local-stack';
 import { silentLogger } from '@sched/logging';
 import { createPool, dropSchema, migrate } from '@sched/store';
 import type { Child } from '../child-process.js';
 import type { StartHub, StartLog } from '../start-log.js';
 import { encodeJobRef } from '../workers/report-starts.js';
 import { gitRevision, packageVersion, rssOf } from './host-info.js';
-import { overrides, prefixed, startScheduler, startWorker } from './ours-processes.js';
+import { overrides, prefixed, stackProcessGroups, startScheduler, startWorker } from './ours-processes.js';
 import {
   CREATE_BATCH,
   CREATE_BATCHES_IN_FLIGHT,
@@ -171,17 +171,7 @@ class OursSession implements SystemSession {
       },
     );
     await tap.start();
-    const s = await stackStatus();
-    const pidOf = (name: string) => s.services.find((x) => x.name === name)?.pid;
-    const infra: Record<string, number[]> = {};
-    for (const [group, svc] of [
-      ['postgres', 'postgres'],
-      ['kafka', 'kafka'],
-      ['connect+debezium', 'connect'],
-    ] as const) {
-      const pid = pidOf(svc);
-      if (pid) infra[group] = [pid];
-    }
+    const infra = await stackProcessGroups();
     const scheduler = await startScheduler(hub, schema, topic, 0);
     const worker = await startWorker(hub, schema, topic, queue, 0);
     return new OursSession(
