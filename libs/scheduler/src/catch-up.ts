@@ -40,8 +40,9 @@ interface Plan {
   /** The next row to claim. */
   next: number;
   claimed: number;
-  /** The rows asked for: fewer came back when the whole backlog fit. */
+  /** The rows asked for, and how many came back (fewer: the whole backlog fit). */
   size: number;
+  fetched: number;
   /** The partitions it was read for, as `partitionKey` gives them. */
   partitions: string;
   expiresAt: number;
@@ -53,9 +54,23 @@ interface Plan {
  * firing round's fenced SKIP LOCKED claim, at most `catchUpRatePerSec` per process (any 1.1 s
  * window).
  */
+/** A read of the drain order in flight: the next plan. */
+interface Read {
+  partitions: string;
+  size: number;
+  spanMs: number;
+  /** Rows and when they came. Never rejects for a read ahead (`after` set): undefined on failure. */
+  result: Promise<{ jobs: OverdueJob[]; at: number } | undefined>;
+  /** For a read ahead: the plan being claimed when it started and its next row then. Those rows
+   * are claimed or tried before this read's plan is used, so they are left out of it. */
+  after?: { plan: Plan; from: number };
+}
+
 export class CatchUpDrain {
   private readonly rate: RateWindow;
   private held: Plan | undefined;
+  /** The next plan's read, started ahead while the held plan is claimed (large backlogs only). */
+  private ahead: Read | undefined;
   private lastReadMs = 0;
 
   constructor(private readonly d: CatchUpDeps) {
@@ -85,10 +100,12 @@ export class CatchUpDrain {
    * the next ones until it is used up or expires, or the partitions to drain change. Between claims
    * the pass waits for the rate window to move on (it frees 50 ms slots) rather than for the next
    * pass, so a backlog drains at the rate, not at a fraction of it. A pass reads only within its
-   * period; the claims after a read get a period of their own, counted from the read.
+   * period; the claims after a read get a period of their own, counted from the read. When reads
+   * are slow (more than a quarter of a period), the next plan's read starts while the held plan
+   * still has about one read's worth of claims left, so claims go on while Postgres sorts.
    */
   async pass(drain: PartitionRuntime[]): Promise<number> {
-    const { claimBatchSize, reconcileEveryMs, reconcileGraceMs } = this.d.config;
+    const { claimBatchSize, reconcileEveryMs } = this.d.config;
     // A period of 100 ms or less still gets one read and a batch a pass.
     const budgetMs = Math.max(CATCH_UP_WAIT_MS, reconcileEveryMs - CATCH_UP_WAIT_MS);
     const readEnds = Date.now() + budgetMs;
@@ -100,11 +117,12 @@ export class CatchUpDrain {
       if (plan && (plan.partitions !== partitions || Date.now() >= plan.expiresAt)) {
         this.held = plan = undefined;
       }
+      if (this.ahead && this.ahead.partitions !== partitions) this.ahead = undefined;
       if (plan && plan.next >= plan.jobs.length) {
         this.held = undefined;
         // Read again only while whole plans are claimed: rows another transaction holds, or a
         // backlog smaller than a plan, end the pass (the next one looks again).
-        if (plan.jobs.length < plan.size || plan.claimed < plan.jobs.length) break;
+        if (plan.fetched < plan.size || plan.claimed < plan.jobs.length) break;
         continue;
       }
       const now = Date.now();
@@ -115,18 +133,23 @@ export class CatchUpDrain {
         continue;
       }
       if (!plan) {
-        const spanMs = this.planSpanMs();
-        const size = this.planSize();
-        const jobs = await this.d.claimer.overdue(drain, size, reconcileGraceMs);
-        const readAt = Date.now();
-        this.lastReadMs = readAt - now;
-        this.d.metrics.catchUpReadSeconds.observe(this.lastReadMs / 1000);
+        const read = this.ahead ?? this.read(drain, partitions);
+        this.ahead = undefined;
+        const got = await read.result;
+        if (!got) continue; // a read ahead failed: read now
+        let jobs = got.jobs;
+        if (read.after) {
+          const tried = new Set(read.after.plan.jobs.slice(read.after.from).map((j) => j.jobId));
+          jobs = jobs.filter((j) => !tried.has(j.jobId));
+        }
         // It serves the span it was sized for, or longer if this read was the slower one.
-        const expiresAt = readAt + Math.max(spanMs, this.planSpanMs());
-        this.held = { jobs, next: 0, claimed: 0, size, partitions, expiresAt };
-        claimEnds = Math.max(claimEnds, readAt + budgetMs);
+        const expiresAt = got.at + Math.max(read.spanMs, this.planSpanMs());
+        const size = read.size;
+        this.held = { jobs, next: 0, claimed: 0, size, fetched: got.jobs.length, partitions, expiresAt };
+        claimEnds = Math.max(claimEnds, Date.now() + budgetMs);
         continue;
       }
+      this.readAheadFor(plan, drain);
       const allowed = this.rate.take(Math.min(claimBatchSize, plan.jobs.length - plan.next));
       if (allowed === 0) {
         await wait();
@@ -139,6 +162,35 @@ export class CatchUpDrain {
       total += got;
     }
     return total;
+  }
+
+  /** Starts a read of the drain order; a read ahead (`after`) never rejects (undefined instead). */
+  private read(drain: PartitionRuntime[], partitions: string, after?: Read['after']): Read {
+    const spanMs = this.planSpanMs();
+    const size = this.planSize();
+    const startedAt = Date.now();
+    const reading = this.d.claimer.overdue(drain, size, this.d.config.reconcileGraceMs).then((jobs) => {
+      const at = Date.now();
+      this.lastReadMs = at - startedAt;
+      this.d.metrics.catchUpReadSeconds.observe(this.lastReadMs / 1000);
+      return { jobs, at };
+    });
+    const result = after ? reading.catch(() => undefined) : reading;
+    return { partitions, size, spanMs, result, after };
+  }
+
+  /**
+   * Starts the next plan's read while `plan` is claimed, when reads are slow enough to matter
+   * (over a quarter of a period), the backlog is larger than the plan, and what is left of it
+   * would take about one read's time to claim at the rate.
+   */
+  private readAheadFor(plan: Plan, drain: PartitionRuntime[]): void {
+    const { reconcileEveryMs, catchUpRatePerSec } = this.d.config;
+    if (this.ahead || plan.fetched < plan.size || this.lastReadMs * PLAN_SPAN_PER_READ <= reconcileEveryMs)
+      return;
+    const claimsDuringRead = (catchUpRatePerSec * this.lastReadMs * 1.25) / 1000;
+    if (plan.jobs.length - plan.next > claimsDuringRead) return;
+    this.ahead = this.read(drain, plan.partitions, { plan, from: plan.next });
   }
 
   /** Claims overdue jobs by id as one firing round does (fenced, SKIP LOCKED); returns how many. */
