@@ -133,6 +133,18 @@ describe('CatchUpDrain', () => {
     expect(d.askedIds().length).toBe(new Set(d.askedIds()).size);
   });
 
+  it('keeps the drain order when a plan expires before it is used up: its untried rows come next', async () => {
+    // Read 300 ms, claims of 10 taking 50 ms, 200 a 1.1 s: the first plan (60) starts a read
+    // ahead after its first batch and has 20 rows left untried when it expires.
+    const d = drain({ readMs: 300, backlog: 1_000, rate: 200, periodMs: 300, claimMs: 50 });
+    await d.pass();
+    await sleep(d.drain.planSpanMs() + 100);
+    await d.pass();
+    const asked = d.askedIds();
+    expect(asked.length).toBeGreaterThan(60); // the second plan was claimed from
+    expect(asked).toEqual(asked.map((_, i) => `j-${i}`));
+  });
+
   it('reads again once a held plan has expired', async () => {
     // Claims of 10 take 50 ms: a 300 ms period (200 ms of claims) leaves most of a plan held, and
     // a 300 ms read makes that plan last 1.2 s.

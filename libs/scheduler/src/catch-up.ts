@@ -59,10 +59,12 @@ interface Read {
   partitions: string;
   size: number;
   spanMs: number;
+  startedAt: number;
   /** Rows and when they came. Never rejects for a read ahead (`after` set): undefined on failure. */
   result: Promise<{ jobs: OverdueJob[]; at: number } | undefined>;
-  /** For a read ahead: the plan being claimed when it started and its next row then. Those rows
-   * are claimed or tried before this read's plan is used, so they are left out of it. */
+  /** For a read ahead: the plan being claimed when it started and its next row then. The rows
+   * of it tried from then on (claimed, or held by another transaction) are left out of this
+   * read's plan; those it never got to (it expired first) stay in, in their place. */
   after?: { plan: Plan; from: number };
 }
 
@@ -137,9 +139,13 @@ export class CatchUpDrain {
         this.ahead = undefined;
         const got = await read.result;
         if (!got) continue; // a read ahead failed: read now
+        // Only a read whose plan is used sizes the next one (not one dropped with its partitions).
+        this.lastReadMs = got.at - read.startedAt;
+        this.d.metrics.catchUpReadSeconds.observe(this.lastReadMs / 1000);
         let jobs = got.jobs;
         if (read.after) {
-          const tried = new Set(read.after.plan.jobs.slice(read.after.from).map((j) => j.jobId));
+          const { plan: before, from } = read.after;
+          const tried = new Set(before.jobs.slice(from, before.next).map((j) => j.jobId));
           jobs = jobs.filter((j) => !tried.has(j.jobId));
         }
         // It serves the span it was sized for, or longer if this read was the slower one.
@@ -169,14 +175,12 @@ export class CatchUpDrain {
     const spanMs = this.planSpanMs();
     const size = this.planSize();
     const startedAt = Date.now();
-    const reading = this.d.claimer.overdue(drain, size, this.d.config.reconcileGraceMs).then((jobs) => {
-      const at = Date.now();
-      this.lastReadMs = at - startedAt;
-      this.d.metrics.catchUpReadSeconds.observe(this.lastReadMs / 1000);
-      return { jobs, at };
-    });
+    const reading = this.d.claimer
+      .overdue(drain, size, this.d.config.reconcileGraceMs)
+      .then((jobs) => ({ jobs, at: Date.now() }));
+    // A failed read ahead is read again, at once, by the pass (whose read's error is logged).
     const result = after ? reading.catch(() => undefined) : reading;
-    return { partitions, size, spanMs, result, after };
+    return { partitions, size, spanMs, startedAt, result, after };
   }
 
   /**
@@ -186,8 +190,8 @@ export class CatchUpDrain {
    */
   private readAheadFor(plan: Plan, drain: PartitionRuntime[]): void {
     const { reconcileEveryMs, catchUpRatePerSec } = this.d.config;
-    if (this.ahead || plan.fetched < plan.size || this.lastReadMs * PLAN_SPAN_PER_READ <= reconcileEveryMs)
-      return;
+    if (this.ahead || plan.next === 0 || plan.fetched < plan.size) return;
+    if (this.lastReadMs * PLAN_SPAN_PER_READ <= reconcileEveryMs) return;
     const claimsDuringRead = (catchUpRatePerSec * this.lastReadMs * 1.25) / 1000;
     if (plan.jobs.length - plan.next > claimsDuringRead) return;
     this.ahead = this.read(drain, plan.partitions, { plan, from: plan.next });
