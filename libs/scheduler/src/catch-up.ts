@@ -48,12 +48,6 @@ interface Plan {
   expiresAt: number;
 }
 
-/**
- * The catch-up drain of an overdue backlog (after an outage, or jobs the wheel missed): highest
- * priority first, tenants in turn within a priority (`jobOverdueFair`), claimed by id with the
- * firing round's fenced SKIP LOCKED claim, at most `catchUpRatePerSec` per process (any 1.1 s
- * window).
- */
 /** A read of the drain order in flight: the next plan. */
 interface Read {
   partitions: string;
@@ -68,6 +62,12 @@ interface Read {
   after?: { plan: Plan; from: number };
 }
 
+/**
+ * The catch-up drain of an overdue backlog (after an outage, or jobs the wheel missed): highest
+ * priority first, tenants in turn within a priority (`jobOverdueFair`), claimed by id with the
+ * firing round's fenced SKIP LOCKED claim, at most `catchUpRatePerSec` per process (any 1.1 s
+ * window).
+ */
 export class CatchUpDrain {
   private readonly rate: RateWindow;
   private held: Plan | undefined;
