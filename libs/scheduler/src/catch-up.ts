@@ -237,7 +237,7 @@ function wait(): Promise<void> {
  * The partitions a catch-up round drains: those whose wheel is not behind by more than the grace
  * (its next due entry, a lower bound, is later than now - grace). None while an assignment is still
  * being set up: a partition of it not yet claimed may hold higher priorities than the ones ready,
- * and a round then would drain their lower priorities first. See `Scheduler.reconcileOnce`.
+ * and a round then would drain their lower priorities first. See `Reconciler.once`.
  */
 export function partitionsToDrain<R extends { nextDueMs(): number }>(
   rts: readonly R[],

@@ -25,10 +25,8 @@ import type { DueIndex } from './due-index.js';
 import { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
-import { CatchUpDrain, partitionsToDrain } from './catch-up.js';
 import { FireTags } from './fair-ready.js';
-import { type BacklogCount, queueBacklog, tenantBacklog } from './backlog-counts.js';
-import { countOverdue, setOverdueGauges } from './overdue-gauges.js';
+import { Reconciler } from './reconciler.js';
 import { retentionSweep } from './retention-sweep.js';
 
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
@@ -58,14 +56,9 @@ export class Scheduler {
   private applier: CommandApplier | null = null;
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
-  private readonly catchUpDrain: CatchUpDrain;
+  private readonly reconciler: Reconciler;
   /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
   private assigning = 0;
-  /** `sched_overdue_jobs_by_tenant` and the `sched_queue_*` gauges: counted now and then. */
-  private readonly backlogCounts: {
-    tenants: BacklogCount;
-    queues: BacklogCount;
-  };
   private readonly firing: FiringDriver;
   /** One numbering of tenants for every owned partition's index. */
   private readonly fireTags = new FireTags();
@@ -81,37 +74,19 @@ export class Scheduler {
       batch: 100,
       crashAfterGenerate: d.config.testCrashAfterGenerate,
     });
-    this.catchUpDrain = new CatchUpDrain({
+    this.reconciler = new Reconciler({
+      pool: d.pool,
       config: d.config,
-      claimer: this.claimer,
       metrics: d.metrics,
+      log: d.log,
+      claimer: this.claimer,
       fireTags: this.fireTags,
+      runtimes: () => [...this.runtimes.values()],
       runtime: (p) => this.runtimes.get(p),
       release: (p) => this.release(p, 'fenced'),
+      assigning: () => this.assigning > 0,
       stopping: () => this.stopping,
     });
-    this.backlogCounts = {
-      tenants: tenantBacklog({
-        pool: d.pool,
-        gauge: d.metrics.overdueByTenant,
-        log: d.log,
-        everyMs: d.config.tenantBacklogEveryMs,
-        graceMs: d.config.reconcileGraceMs,
-      }),
-      queues: queueBacklog({
-        pool: d.pool,
-        gauges: {
-          overdue: d.metrics.queueOverdue,
-          oldestOverdue: d.metrics.queueOldestOverdue,
-          dispatched: d.metrics.queueDispatched,
-          oldestDispatched: d.metrics.queueOldestDispatched,
-          running: d.metrics.queueRunning,
-        },
-        log: d.log,
-        everyMs: d.config.queueBacklogEveryMs,
-        graceMs: d.config.reconcileGraceMs,
-      }),
-    };
     d.metrics.setWheelSizeSource(() =>
       [...this.runtimes.values()]
         .filter((r) => !r.closed)
@@ -272,8 +247,7 @@ export class Scheduler {
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
     this.d.metrics.overdue.remove({ partition: String(partition) });
     this.d.metrics.overdueOldestAge.remove({ partition: String(partition) });
-    // The per-tenant and per-queue counts covered this partition: count again at the next round.
-    this.forgetBacklogCounts();
+    this.reconciler.forgetBacklogCounts();
     this.d.metrics.partitionsOwned.set(this.ownership().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
   }
@@ -304,52 +278,9 @@ export class Scheduler {
 
   // --- maintenance loops (each also callable once) --------------------------------------------
 
-  /**
-   * Claims due jobs the index missed, and drains an overdue backlog: across the owned partitions
-   * whose wheel is not itself behind, highest priority first and tenants in turn within a
-   * priority, in bounded batches, at most catchUpRatePerSec. Returns how many.
-   */
-  async reconcileOnce(): Promise<number> {
-    const rts = [...this.runtimes.values()].filter((r) => !r.closed);
-    if (rts.length === 0) {
-      this.forgetBacklogCounts();
-      return 0;
-    }
-    // A partition whose wheel is itself behind by more than the grace (a burst it is still firing)
-    // is left out of this round: its overdue rows are almost all in the wheel, which claims them
-    // for less than half of what the catch-up's priority-ordered scan costs per row (a 100k burst
-    // sent 23 % of its jobs through the catch-up at 153 µs a row against 63). Once the wheel has
-    // caught up, anything it missed is still found here: nothing waits longer than the wheel does.
-    const graceMs = this.d.config.reconcileGraceMs;
-    const drain = partitionsToDrain(rts, Date.now(), graceMs, this.assigning > 0);
-    let total = 0;
-    // The gauges' count runs beside the pass (it is a full count of the backlog): they show what
-    // the pass started from, at most a period old.
-    const counting = countOverdue(
-      this.d.pool,
-      rts.map((r) => r.partition),
-      graceMs,
-    );
-    counting.catch(() => undefined); // awaited below; not unhandled if the pass throws first
-    try {
-      total = await this.catchUpDrain.pass(drain);
-      const counts = await counting;
-      // Only partitions still owned: a gauge of one released during the pass or the count stays removed.
-      const partitions = rts
-        .filter((r) => this.runtimes.get(r.partition) === r && !r.closed)
-        .map((r) => r.partition);
-      const anyOverdue = setOverdueGauges(this.d.metrics, counts, partitions);
-      this.backlogCounts.tenants.count(partitions, !anyOverdue);
-      this.backlogCounts.queues.count(partitions);
-    } catch (err) {
-      this.d.log.error({ err }, 'reconcile failed');
-    }
-    return total;
-  }
-
-  private forgetBacklogCounts(): void {
-    this.backlogCounts.tenants.forget();
-    this.backlogCounts.queues.forget();
+  /** One reconcile round: catch-up drain and backlog gauges (see `Reconciler`). Returns how many it claimed. */
+  reconcileOnce(): Promise<number> {
+    return this.reconciler.once();
   }
 
   /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */
