@@ -19,7 +19,9 @@ import type {
   MessageProducer,
   TopicSpec,
 } from './port.js';
+import { stickyAssigner } from './kafkajs-sticky-assigner.js';
 import { SendCoalescer } from './send-coalescer.js';
+import type { HeldPartition } from './sticky-assignment.js';
 
 export interface KafkajsOptions {
   clientId: string;
@@ -169,10 +171,20 @@ class KafkajsProducer implements MessageProducer {
  * assignment through the GROUP_JOIN event without awaiting listeners, so transitions are
  * chained on a promise that every batch awaits first: `onAssigned` for a partition always
  * completes before its first batch is handled.
+ *
+ * Partitions are assigned stickily (`stickyAssign`): a join or a leave moves only the partitions
+ * balance needs, and a partition this member keeps across a rebalance is neither revoked nor
+ * assigned again. Kept means held all along: when this member comes back under a new member id
+ * (it was cut off from the group, and others may have had its partitions meanwhile), every
+ * partition is revoked and assigned afresh; and one the handlers let go of (`holds`) is assigned
+ * afresh when it comes back.
  */
 class KafkajsGroupConsumer implements GroupConsumer {
   private readonly consumer: Consumer;
   private owned = new Map<string, number[]>();
+  /** When this member got each partition it owns (`topic/partition` → ms), for the sticky claim. */
+  private readonly ownedSince = new Map<string, number>();
+  private memberId: string | undefined;
   private transition: Promise<void> = Promise.resolve();
   private rebalancing = false;
   private running = false;
@@ -202,6 +214,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
       maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
       allowAutoTopicCreation: false,
       retry: { retries: 10 },
+      partitionAssigners: [stickyAssigner(() => this.heldNow()), kafkajsModule.PartitionAssigners.roundRobin],
     });
     const { GROUP_JOIN, REBALANCING, CRASH, STOP } = this.consumer.events;
     this.consumer.on(REBALANCING, () => {
@@ -210,6 +223,14 @@ class KafkajsGroupConsumer implements GroupConsumer {
     this.consumer.on(GROUP_JOIN, (e) => {
       this.rebalancing = false;
       this.restartAttempts = 0;
+      if (this.memberId !== undefined && e.payload.memberId !== this.memberId) {
+        this.log.warn(
+          { before: this.memberId, now: e.payload.memberId },
+          'rejoined the group as a new member: every partition is revoked and assigned afresh',
+        );
+        this.chain(() => this.applyAssignment(new Map()));
+      }
+      this.memberId = e.payload.memberId;
       const next = new Map<string, number[]>();
       for (const [topic, parts] of Object.entries(e.payload.memberAssignment))
         next.set(
@@ -298,16 +319,44 @@ class KafkajsGroupConsumer implements GroupConsumer {
   private async applyAssignment(next: Map<string, number[]>): Promise<void> {
     const topics = new Set([...this.owned.keys(), ...next.keys()]);
     for (const topic of topics) {
-      const before = new Set(this.owned.get(topic) ?? []);
+      // Held: owned, and not let go of by the handlers since (a fenced scheduler partition).
+      const before = new Set(this.heldOf(topic));
       const after = new Set(next.get(topic) ?? []);
       const revoked = [...before].filter((p) => !after.has(p));
       const assigned = [...after].filter((p) => !before.has(p));
-      // Not committed for a partition handed away: its next owner re-delivers from the last commit.
-      for (const p of revoked) this.pendingCommits.delete(`${topic}/${p}`);
+      for (const p of this.owned.get(topic) ?? []) {
+        if (after.has(p)) continue;
+        // Not committed for a partition handed away: its next owner re-delivers from the last commit.
+        this.pendingCommits.delete(`${topic}/${p}`);
+        this.ownedSince.delete(`${topic}/${p}`);
+      }
+      const now = Date.now();
+      for (const p of assigned) this.ownedSince.set(`${topic}/${p}`, now);
       if (revoked.length > 0) await this.handlers.onRevoked?.(topic, revoked);
       if (assigned.length > 0) await this.handlers.onAssigned?.(topic, assigned);
     }
     this.owned = next;
+  }
+
+  /** Owned partitions of a topic that the handlers still hold. */
+  private heldOf(topic: string): number[] {
+    const holds = this.handlers.holds;
+    const owned = this.owned.get(topic) ?? [];
+    return holds ? owned.filter((p) => holds(topic, p)) : owned;
+  }
+
+  /** What this member claims when it joins (see `stickyAssign`). */
+  private heldNow(): Map<string, HeldPartition[]> {
+    const held = new Map<string, HeldPartition[]>();
+    for (const topic of this.owned.keys())
+      held.set(
+        topic,
+        this.heldOf(topic).map((partition) => ({
+          partition,
+          sinceMs: this.ownedSince.get(`${topic}/${partition}`) ?? 0,
+        })),
+      );
+    return held;
   }
 
   private async handleBatch(payload: EachBatchPayload): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * Our own small view of Kafka. Everything above this line speaks these types; the kafkajs
- * adapter (`kafkajs-adapter.ts`) is the only file that knows kafkajs exists, so the client can be
- * swapped (kafkajs is unmaintained upstream) by writing one new adapter.
+ * adapter (`kafkajs-adapter.ts`, with `kafkajs-sticky-assigner.ts`) is the only code that knows
+ * kafkajs exists, so the client can be swapped (kafkajs is unmaintained upstream) by writing one
+ * new adapter. Group members are assigned partitions stickily (`sticky-assignment.ts`).
  */
 
 export type HeaderValue = Buffer | string;
@@ -52,6 +53,12 @@ export interface GroupConsumerHandlers {
   onAssigned?(topic: string, partitions: number[]): Promise<void>;
   /** Called with the partitions this member no longer owns (after a rejoin, a crash or stop). */
   onRevoked?(topic: string, partitions: number[]): Promise<void>;
+  /**
+   * Whether the handlers still hold a partition they were given (default: yes). One they let go
+   * of (a scheduler partition whose epoch another owner bumped) is not claimed when the group
+   * rebalances, and is passed to `onAssigned` again when an assignment gives it back.
+   */
+  holds?(topic: string, partition: number): boolean;
   /**
    * One fetched batch of one partition. When the promise resolves, the offset after the last
    * message is committed; when it rejects, nothing is committed and the batch is fetched again.

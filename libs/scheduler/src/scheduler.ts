@@ -143,6 +143,9 @@ export class Scheduler {
       {
         onAssigned: (_topic, partitions) => this.onAssigned(partitions),
         onRevoked: (_topic, partitions) => this.onRevoked(partitions),
+        // A partition given up on a fence is not claimed at the next rebalance, and set up again
+        // (fresh epoch, wheel reloaded) if the group gives it back.
+        holds: (_topic, partition) => this.runtimes.has(partition),
         onBatch: async (batch) => {
           const rt = this.runtimes.get(batch.partition);
           if (!rt || rt.closed)
