@@ -76,6 +76,7 @@ describe('rebalances move only the partitions balance needs (sticky assignment)'
     );
     const seen = s.collector.seen.filter((d) => d.record.jobId.startsWith('rb-'));
     expect(new Set(seen.map((d) => d.record.jobId)).size).toBe(n); // 0 lost
+    expect(seen).toHaveLength(n); // each once
     expect(seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]); // 0 early
   });
 
@@ -103,5 +104,44 @@ describe('rebalances move only the partitions balance needs (sticky assignment)'
       30_000,
       'every job after the comeback',
     );
+  });
+});
+
+describe('a partition the scheduler let go of while the group still assigns it to it', () => {
+  let s: Scenario | undefined;
+  afterEach(async () => {
+    await s?.close();
+    s = undefined;
+  });
+
+  it('is taken up again a session later (fresh epoch, wheel reloaded) and its jobs fire', async () => {
+    s = await Scenario.create('retake', 2);
+    const a = await s.startScheduler(FAST_GROUP);
+    await settled([a], [2], 'a owns both partitions');
+    const n = 100;
+    const t0 = Date.now() + 6_000;
+    await s.producer.send(Array.from({ length: n }, (_, i) => createJob(`rt-${i}`, s!.queue, t0 + i * 20)));
+    await until('the jobs are applied', 20_000, async () => {
+      const { rows } = await s!.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM job');
+      return rows[0]!.n === n;
+    });
+    // Someone else bumps both epochs (an operator, an owner the group has forgotten): a's next
+    // writes are refused by the fence and it lets both partitions go, while Kafka still assigns
+    // them to it and no command comes to make it notice.
+    const before = await owners(s);
+    await s.db.pool.query('UPDATE partition_owner SET epoch = epoch + 1');
+    expect(s.collector.seen).toHaveLength(0); // none due yet
+    await until('a is fenced', 20_000, async () => (await a.metric('sched_fenced_writes_total')) > 0);
+    await s.collector.waitFor(
+      () => new Set(s!.collector.seen.map((d) => d.record.jobId)).size >= n,
+      40_000,
+      'every job, once a took its partitions up again',
+    );
+    const after = await owners(s);
+    for (const [p, o] of after) {
+      expect(o.owner).toBe(a.ownerId);
+      expect(o.epoch).toBe(before.get(p)!.epoch + 2); // the bump above, then a's own
+    }
+    expect(await a.metric('sched_partitions_owned')).toBe(2);
   });
 });

@@ -19,9 +19,9 @@ import type {
   MessageProducer,
   TopicSpec,
 } from './port.js';
+import { AssignmentTracker } from './assignment-tracker.js';
 import { stickyAssigner } from './kafkajs-sticky-assigner.js';
 import { SendCoalescer } from './send-coalescer.js';
-import type { HeldPartition } from './sticky-assignment.js';
 
 export interface KafkajsOptions {
   clientId: string;
@@ -167,26 +167,15 @@ class KafkajsProducer implements MessageProducer {
 }
 
 /**
- * Consumer-group membership with explicit assignment callbacks. kafkajs reports a new
- * assignment through the GROUP_JOIN event without awaiting listeners, so transitions are
- * chained on a promise that every batch awaits first: `onAssigned` for a partition always
- * completes before its first batch is handled.
- *
- * Partitions are assigned stickily (`stickyAssign`): a join or a leave moves only the partitions
- * balance needs, and a partition this member keeps across a rebalance is neither revoked nor
- * assigned again. Kept means held all along: when this member comes back under a new member id
- * (it was cut off from the group, and others may have had its partitions meanwhile), every
- * partition is revoked and assigned afresh; and one the handlers let go of (`holds`) is assigned
- * afresh when it comes back.
+ * Consumer-group membership over kafkajs. What the member owns and the calls to its handlers are
+ * `AssignmentTracker`'s (kafkajs reports a new assignment through the GROUP_JOIN event without
+ * awaiting listeners, so every batch first awaits the tracker's transitions); partitions are
+ * assigned by our sticky assignor (`stickyAssign`), kafkajs's round robin as the fallback.
  */
 class KafkajsGroupConsumer implements GroupConsumer {
   private readonly consumer: Consumer;
-  private owned = new Map<string, number[]>();
-  /** When this member got each partition it owns (`topic/partition` → ms), for the sticky claim. */
-  private readonly ownedSince = new Map<string, number>();
-  private memberId: string | undefined;
-  private transition: Promise<void> = Promise.resolve();
-  private rebalancing = false;
+  private readonly tracker: AssignmentTracker;
+  private retakeTimer: NodeJS.Timeout | undefined;
   private running = false;
   /** Offsets handled but not committed yet (commitIntervalMs > 0), by `topic/partition`. */
   private readonly pendingCommits = new Map<string, { topic: string; partition: number; offset: string }>();
@@ -204,6 +193,11 @@ class KafkajsGroupConsumer implements GroupConsumer {
     private readonly log: Logger,
   ) {
     this.heartbeatMs = opts.heartbeatIntervalMs ?? 3_000;
+    this.tracker = new AssignmentTracker(handlers, log, {
+      retakeAfterMs: opts.sessionTimeoutMs ?? 30_000,
+      // Not committed for a partition handed away: its next owner re-delivers from the last commit.
+      onDropped: (topic, p) => this.pendingCommits.delete(`${topic}/${p}`),
+    });
     this.consumer = kafka.consumer({
       groupId: opts.groupId,
       sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
@@ -214,48 +208,36 @@ class KafkajsGroupConsumer implements GroupConsumer {
       maxBytesPerPartition: opts.maxBytesPerPartition ?? 4 * 1024 * 1024,
       allowAutoTopicCreation: false,
       retry: { retries: 10 },
-      partitionAssigners: [stickyAssigner(() => this.heldNow()), kafkajsModule.PartitionAssigners.roundRobin],
+      partitionAssigners: [
+        stickyAssigner(() => this.tracker.claims()),
+        kafkajsModule.PartitionAssigners.roundRobin,
+      ],
     });
     const { GROUP_JOIN, REBALANCING, CRASH, STOP } = this.consumer.events;
     this.consumer.on(REBALANCING, () => {
-      this.rebalancing = true;
+      this.tracker.rebalancing = true;
     });
     this.consumer.on(GROUP_JOIN, (e) => {
-      this.rebalancing = false;
       this.restartAttempts = 0;
-      if (this.memberId !== undefined && e.payload.memberId !== this.memberId) {
-        this.log.warn(
-          { before: this.memberId, now: e.payload.memberId },
-          'rejoined the group as a new member: every partition is revoked and assigned afresh',
-        );
-        this.chain(() => this.applyAssignment(new Map()));
-      }
-      this.memberId = e.payload.memberId;
-      const next = new Map<string, number[]>();
-      for (const [topic, parts] of Object.entries(e.payload.memberAssignment))
-        next.set(
-          topic,
-          [...parts].sort((a, b) => a - b),
-        );
-      this.chain(() => this.applyAssignment(next));
+      this.tracker.joined(e.payload.memberId, new Map(Object.entries(e.payload.memberAssignment)));
     });
     this.consumer.on(CRASH, (e) => {
       this.log.warn(
         { err: e.payload.error, restart: e.payload.restart },
         'consumer crashed; releasing partitions',
       );
-      this.chain(() => this.applyAssignment(new Map()));
+      this.tracker.lost();
       // kafkajs gives up for good on an error it deems not retriable (a TypeError from a handler or
       // from its own fetch path, say): the process would live on consuming nothing. Start it again.
       if (!e.payload.restart && this.running) this.restartLater(e.payload.error);
     });
     this.consumer.on(STOP, () => {
-      this.chain(() => this.applyAssignment(new Map()));
+      this.tracker.lost();
     });
   }
 
   assignment(): Map<string, number[]> {
-    return new Map(this.owned);
+    return this.tracker.assignment();
   }
 
   restarts(): number {
@@ -264,6 +246,10 @@ class KafkajsGroupConsumer implements GroupConsumer {
 
   async start(): Promise<void> {
     this.running = true;
+    if (this.handlers.holds) {
+      this.retakeTimer = setInterval(() => this.running && this.tracker.retake(), this.heartbeatMs);
+      this.retakeTimer.unref();
+    }
     await this.consumer.connect();
     await this.consumer.subscribe({
       topics: this.opts.topics,
@@ -305,62 +291,14 @@ class KafkajsGroupConsumer implements GroupConsumer {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.restartTimer);
+    clearInterval(this.retakeTimer);
     await this.flushCommits();
     await this.consumer.disconnect();
-    await this.transition;
-  }
-
-  private chain(step: () => Promise<void>): void {
-    this.transition = this.transition.then(step).catch((err: unknown) => {
-      this.log.error({ err }, 'partition assignment transition failed');
-    });
-  }
-
-  private async applyAssignment(next: Map<string, number[]>): Promise<void> {
-    const topics = new Set([...this.owned.keys(), ...next.keys()]);
-    for (const topic of topics) {
-      // Held: owned, and not let go of by the handlers since (a fenced scheduler partition).
-      const before = new Set(this.heldOf(topic));
-      const after = new Set(next.get(topic) ?? []);
-      const revoked = [...before].filter((p) => !after.has(p));
-      const assigned = [...after].filter((p) => !before.has(p));
-      for (const p of this.owned.get(topic) ?? []) {
-        if (after.has(p)) continue;
-        // Not committed for a partition handed away: its next owner re-delivers from the last commit.
-        this.pendingCommits.delete(`${topic}/${p}`);
-        this.ownedSince.delete(`${topic}/${p}`);
-      }
-      const now = Date.now();
-      for (const p of assigned) this.ownedSince.set(`${topic}/${p}`, now);
-      if (revoked.length > 0) await this.handlers.onRevoked?.(topic, revoked);
-      if (assigned.length > 0) await this.handlers.onAssigned?.(topic, assigned);
-    }
-    this.owned = next;
-  }
-
-  /** Owned partitions of a topic that the handlers still hold. */
-  private heldOf(topic: string): number[] {
-    const holds = this.handlers.holds;
-    const owned = this.owned.get(topic) ?? [];
-    return holds ? owned.filter((p) => holds(topic, p)) : owned;
-  }
-
-  /** What this member claims when it joins (see `stickyAssign`). */
-  private heldNow(): Map<string, HeldPartition[]> {
-    const held = new Map<string, HeldPartition[]>();
-    for (const topic of this.owned.keys())
-      held.set(
-        topic,
-        this.heldOf(topic).map((partition) => ({
-          partition,
-          sinceMs: this.ownedSince.get(`${topic}/${partition}`) ?? 0,
-        })),
-      );
-    return held;
+    await this.tracker.settled();
   }
 
   private async handleBatch(payload: EachBatchPayload): Promise<void> {
-    await this.transition;
+    await this.tracker.settled();
     const { batch } = payload;
     if (batch.messages.length === 0) return;
     const messages: InboundMessage[] = batch.messages.map((m) => ({
@@ -378,7 +316,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
     // sends at most one per heartbeat interval); a refused one means a rebalance: finish quickly.
     const beat = setInterval(() => {
       payload.heartbeat().catch((err: unknown) => {
-        this.rebalancing = true;
+        this.tracker.rebalancing = true;
         this.log.debug({ err }, 'heartbeat during a batch refused');
       });
     }, this.heartbeatMs);
@@ -387,7 +325,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
         { topic: batch.topic, partition: batch.partition, messages },
         {
           heartbeat: () => payload.heartbeat(),
-          isStale: () => this.rebalancing || !this.running || payload.isStale() || !payload.isRunning(),
+          isStale: () =>
+            this.tracker.rebalancing || !this.running || payload.isStale() || !payload.isRunning(),
         },
       );
     } finally {

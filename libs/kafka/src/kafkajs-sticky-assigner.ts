@@ -16,13 +16,25 @@ export function stickyAssigner(held: () => Map<string, HeldPartition[]>): Partit
     name: STICKY_ASSIGNER_NAME,
     version: 1,
     async assign({ members, topics }) {
-      const partitions = new Map(
-        topics.map((t) => [t, cluster.findTopicPartitionMetadata(t).map((m) => m.partitionId)] as const),
-      );
       const claims = members.map((m) => {
-        const meta = MemberMetadata.decode(m.memberMetadata);
+        let meta: { topics: string[]; userData: Buffer } | null = null;
+        try {
+          meta = MemberMetadata.decode(m.memberMetadata);
+        } catch {
+          // Unreadable: this member is taken as subscribed like the leader, holding nothing.
+        }
         return { memberId: m.memberId, topics: meta?.topics ?? topics, held: decodeHeld(meta?.userData) };
       });
+      // Every member's topics, not only the leader's (workers of one group may serve different queues).
+      const all = [...new Set([...topics, ...claims.flatMap((c) => c.topics)])];
+      const others = all.filter((t) => !topics.includes(t));
+      if (others.length > 0) {
+        await cluster.addMultipleTargetTopics(others);
+        await cluster.refreshMetadata();
+      }
+      const partitions = new Map(
+        all.map((t) => [t, cluster.findTopicPartitionMetadata(t).map((m) => m.partitionId)] as const),
+      );
       const assignment = stickyAssign(claims, partitions);
       return [...assignment].map(([memberId, byTopic]) => ({
         memberId,

@@ -55,8 +55,9 @@ export interface GroupConsumerHandlers {
   onRevoked?(topic: string, partitions: number[]): Promise<void>;
   /**
    * Whether the handlers still hold a partition they were given (default: yes). One they let go
-   * of (a scheduler partition whose epoch another owner bumped) is not claimed when the group
-   * rebalances, and is passed to `onAssigned` again when an assignment gives it back.
+   * of (a scheduler partition whose epoch another owner bumped, a setup that failed) is not
+   * claimed when the group rebalances, and is passed to `onAssigned` again when an assignment
+   * gives it back, or when it is still assigned to this member a session timeout later.
    */
   holds?(topic: string, partition: number): boolean;
   /**

@@ -86,6 +86,27 @@ describe('stickyAssign', () => {
     expect(a.get('b')).toBeDefined(); // every member gets an entry, even an empty one
   });
 
+  it('balances the totals of a group over several topics', () => {
+    // Three queues of 4 partitions; a held all 12, b and c join: 4 each in total, not 6/3/3.
+    const topics = ['q1', 'q2', 'q3'];
+    const a = stickyAssign(
+      [
+        {
+          memberId: 'a',
+          topics,
+          held: new Map(topics.map((t) => [t, range(4).map((partition) => ({ partition, sinceMs: 1 }))])),
+        },
+        { memberId: 'b', topics, held: new Map() },
+        { memberId: 'c', topics, held: new Map() },
+      ],
+      new Map(topics.map((t) => [t, range(4)])),
+    );
+    const total = (m: string) => topics.reduce((n, t) => n + of(a, m, t).length, 0);
+    expect([total('a'), total('b'), total('c')]).toEqual([4, 4, 4]);
+    for (const t of topics)
+      expect([...of(a, 'a', t), ...of(a, 'b', t), ...of(a, 'c', t)].sort()).toEqual(range(4));
+  });
+
   it('property: every partition once, balanced, and no member loses a partition it could keep', () => {
     const claim = fc.record({
       held: fc.uniqueArray(fc.nat(23), { maxLength: 24 }),

@@ -10,13 +10,15 @@
  *    partition meanwhile) stays with the one that got it last; a partition that no longer exists
  *    is dropped.
  * 2. Quotas: n partitions over m subscribed members, `floor(n/m)` each and one more for `n % m` of
- *    them, those holding the most first (then those given the least so far over all topics, then
- *    by member id), so that the extra partitions stay where they are.
+ *    them: those given the least so far over the topics before (so that members of a group over
+ *    several topics end up balanced in total, as far as their subscriptions allow), then those
+ *    holding the most (so that an extra partition stays where it is), then by member id.
  * 3. A member over its quota gives up its highest-numbered partitions.
  * 4. The partitions nobody holds go, lowest first, to the members under their quota.
  *
- * Moves: a member joining takes `floor(n/m)` or so partitions and nothing else moves; a member
- * leaving hands on only its own. Pure and deterministic: the same claims give the same result.
+ * Moves, for one topic: a member joining takes `floor(n/m)` or so partitions and nothing else
+ * moves; a member leaving hands on only its own. Over several topics, the balance of the totals
+ * can move a few more. Pure and deterministic: the same claims give the same result.
  */
 
 /** A partition a member holds, and since when (ms since epoch, the member's clock). */
@@ -74,8 +76,8 @@ export function stickyAssign(
     let extra = n % subs.length;
     const byClaim = [...subs].sort(
       (a, b) =>
-        kept.get(b.memberId)!.length - kept.get(a.memberId)!.length ||
         givenSoFar.get(a.memberId)! - givenSoFar.get(b.memberId)! ||
+        kept.get(b.memberId)!.length - kept.get(a.memberId)!.length ||
         compareIds(a.memberId, b.memberId),
     );
     const quota = new Map<string, number>();

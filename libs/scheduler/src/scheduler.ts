@@ -212,8 +212,11 @@ export class Scheduler {
 
   /** Claims each assigned partition (epoch bump) and loads its wheel's first window. */
   private async setUpAssigned(partitions: number[]): Promise<void> {
-    await Promise.all(
+    // Every partition's setup runs to its end before this returns; one that failed is not held
+    // (no runtime) and the consumer assigns it again later (`holds`).
+    const results = await Promise.allSettled(
       partitions.map(async (p) => {
+        if (this.runtimes.has(p)) return; // held already: never two runtimes for one partition
         const own = await partitionClaim(this.d.pool, p, this.d.config.ownerId);
         const rt = new PartitionRuntime(
           p,
@@ -227,7 +230,12 @@ export class Scheduler {
         // The next FIRST_WINDOW_MS first, so firing starts as soon as they are in; the rest of the
         // horizon follows in the background (through the serial lane: applies never interleave).
         const first = Math.min(FIRST_WINDOW_MS, this.d.config.horizonMs);
-        await rt.serial(() => this.loadUntil(rt, Date.now() + first));
+        try {
+          await rt.serial(() => this.loadUntil(rt, Date.now() + first));
+        } catch (err) {
+          this.release(p, 'setup failed'); // not held: the consumer assigns it again later
+          throw err;
+        }
         this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
         void rt
           .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
@@ -235,6 +243,8 @@ export class Scheduler {
           .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
       }),
     );
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private async onRevoked(partitions: number[]): Promise<void> {
@@ -364,8 +374,10 @@ export class Scheduler {
   }
 
   private handleLoopError(rt: PartitionRuntime, err: unknown, loop: string): void {
-    if (err instanceof FencedError) this.release(rt.partition, 'fenced');
-    else this.d.log.error({ err, partition: rt.partition, loop }, 'maintenance step failed');
+    if (err instanceof FencedError) {
+      this.d.metrics.fencedWrites.inc({ statement: err.statement });
+      this.release(rt.partition, 'fenced');
+    } else this.d.log.error({ err, partition: rt.partition, loop }, 'maintenance step failed');
   }
 
   /**
