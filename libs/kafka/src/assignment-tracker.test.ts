@@ -96,17 +96,22 @@ describe('AssignmentTracker', () => {
     expect(w.calls).toEqual(['+0,1', '+1']);
   });
 
-  it('retakes a partition still assigned but not held after retakeAfterMs, not before, not while rebalancing', async () => {
+  it('retakes a partition still assigned but not held after retakeAfterMs and two heartbeats, not before, not while rebalancing', async () => {
     const w = world();
     w.tracker.joined('m1', assignment(0, 1));
     await w.tracker.settled();
     w.held.delete(0);
     w.tracker.retake(); // first seen let go of
+    w.tracker.heartbeat();
     w.tick(4_000);
     w.tracker.retake();
     await w.tracker.settled();
     expect(w.calls).toEqual(['+0,1']);
     w.tick(2_000);
+    w.tracker.retake(); // the time has passed, but only one heartbeat since the let-go
+    await w.tracker.settled();
+    expect(w.calls).toEqual(['+0,1']);
+    w.tracker.heartbeat();
     w.tracker.rebalancing = true;
     w.tracker.retake();
     await w.tracker.settled();
@@ -126,9 +131,45 @@ describe('AssignmentTracker', () => {
     expect(w.claimed()).toEqual([0]);
     w.tracker.retake();
     w.tick(5_000);
+    w.tracker.heartbeat();
+    w.tracker.heartbeat();
     w.tracker.retake();
     await w.tracker.settled();
     expect(w.calls).toEqual(['+0,1', '+1']);
+  });
+
+  it('does not retake while an assignment is being applied', async () => {
+    const w = world({ slowAssign: true });
+    w.tracker.joined('m1', assignment(0));
+    await Promise.resolve();
+    w.tracker.retake();
+    w.tick(10_000);
+    w.tracker.heartbeat();
+    w.tracker.heartbeat();
+    w.tracker.retake(); // 0 is being set up: not let go of, and a transition is pending
+    w.finishAssign();
+    await w.tracker.settled();
+    expect(w.calls).toEqual(['+0']);
+  });
+
+  it('a member cut off from the coordinator (no heartbeat accepted) never retakes', async () => {
+    const w = world();
+    w.tracker.joined('m1', assignment(0));
+    await w.tracker.settled();
+    w.held.delete(0);
+    for (let i = 0; i < 10; i++) {
+      w.tracker.retake();
+      w.tick(60_000);
+    }
+    await w.tracker.settled();
+    expect(w.calls).toEqual(['+0']);
+  });
+
+  it('an accepted heartbeat ends a rebalance the client reported', () => {
+    const w = world();
+    w.tracker.rebalancing = true;
+    w.tracker.heartbeat();
+    expect(w.tracker.rebalancing).toBe(false);
   });
 
   it('says since when it holds each partition: kept partitions keep their time, a new member id starts over', async () => {

@@ -30,7 +30,7 @@ export interface AssignmentTrackerOptions {
  * - One the handlers let go of (`holds` false: a setup that failed, a scheduler partition refused
  *   by the epoch fence) is not claimed at the next join, is assigned afresh if the group gives it
  *   back, and is passed to `onAssigned` again when it is still assigned to this member
- *   `retakeAfterMs` later with no rebalance under way (`retake`).
+ *   `retakeAfterMs` and two accepted heartbeats later (`retake`).
  * - `claims` is what this member says it holds when it joins (the sticky assignor's input): the
  *   latest assignment, including partitions still being set up, less those let go of.
  */
@@ -43,14 +43,16 @@ export class AssignmentTracker {
   private readonly since = new Map<string, number>();
   /** Partitions passed to `onAssigned` whose call has not returned yet. */
   private readonly settingUp = new Set<string>();
-  /** Owned partitions the handlers do not hold, and since when. */
-  private readonly unheldSince = new Map<string, number>();
+  /** Owned partitions the handlers do not hold: since when, and the heartbeats counted then. */
+  private readonly unheldSince = new Map<string, { atMs: number; beats: number }>();
+  /** Heartbeats the coordinator accepted (`heartbeat`). */
+  private beats = 0;
   /** Revoke everything at the next transition: this member's continuity is broken. */
   private fresh = false;
   private memberId: string | undefined;
   private pending = 0;
   private transition: Promise<void> = Promise.resolve();
-  /** Set by the client while a rebalance is under way (cleared by `joined`). */
+  /** Set by the client while a rebalance is under way (cleared by `joined` and `heartbeat`). */
   rebalancing = false;
   private readonly now: () => number;
 
@@ -86,6 +88,15 @@ export class AssignmentTracker {
     this.enqueue(() => this.apply());
   }
 
+  /**
+   * The coordinator accepted a heartbeat: this member is in the group's current generation, and
+   * no rebalance is under way.
+   */
+  heartbeat(): void {
+    this.beats++;
+    this.rebalancing = false;
+  }
+
   /** Everything is lost (the client crashed or stopped): revoke it all. */
   lost(): void {
     this.fresh = true;
@@ -118,9 +129,12 @@ export class AssignmentTracker {
 
   /**
    * Passes to `onAssigned` again the owned partitions the handlers have not held for
-   * `retakeAfterMs`, while no rebalance or transition is under way. A member that lost them to a
-   * newer generation hears of it within that time (its heartbeat is refused and it rejoins), so
-   * what is still assigned then is its own. Call it periodically (the client does, per heartbeat).
+   * `retakeAfterMs` and two accepted heartbeats, while no rebalance or transition is under way.
+   * An accepted heartbeat says this member is in the group's current generation, whose assignment
+   * is the one applied; the second one was sent after the partition was let go of (the first may
+   * be the late answer to one sent before). A member cut off from the coordinator (heartbeats
+   * failing, retried without any rebalance event) never retakes: it may be a generation behind.
+   * Call it periodically (the client does, per heartbeat interval).
    */
   retake(): void {
     if (!this.handlers.holds || this.rebalancing || this.pending > 0 || this.target !== this.owned) return;
@@ -132,9 +146,9 @@ export class AssignmentTracker {
         if (!this.letGo(topic, p)) continue;
         const k = key(topic, p);
         seen.add(k);
-        const since = this.unheldSince.get(k) ?? now;
+        const since = this.unheldSince.get(k) ?? { atMs: now, beats: this.beats };
         this.unheldSince.set(k, since);
-        if (now - since >= this.opts.retakeAfterMs) due.push(p);
+        if (now - since.atMs >= this.opts.retakeAfterMs && this.beats - since.beats >= 2) due.push(p);
       }
       if (due.length === 0) continue;
       for (const p of due) {
@@ -191,15 +205,25 @@ export class AssignmentTracker {
     }
     // Owned from now on, whatever the handlers make of it: `holds` says what they set up.
     this.owned = next;
+    // Every topic's handlers are told, whatever another topic's did.
+    let failed: unknown;
     for (const { topic, revoked, assigned } of changes) {
-      if (revoked.length > 0) await this.handlers.onRevoked?.(topic, revoked);
-      await this.assign(topic, assigned);
+      try {
+        if (revoked.length > 0) await this.handlers.onRevoked?.(topic, revoked);
+        await this.assign(topic, assigned);
+      } catch (err) {
+        failed ??= err;
+      }
     }
+    if (failed !== undefined) throw failed;
   }
 
   private async assign(topic: string, partitions: number[]): Promise<void> {
     if (partitions.length === 0) return;
-    for (const p of partitions) this.settingUp.add(key(topic, p));
+    for (const p of partitions) {
+      this.settingUp.add(key(topic, p));
+      this.unheldSince.delete(key(topic, p)); // a new setup: a failure of it waits its own time
+    }
     try {
       await this.handlers.onAssigned?.(topic, partitions);
     } finally {

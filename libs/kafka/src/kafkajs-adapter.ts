@@ -213,7 +213,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
         kafkajsModule.PartitionAssigners.roundRobin,
       ],
     });
-    const { GROUP_JOIN, REBALANCING, CRASH, STOP } = this.consumer.events;
+    const { GROUP_JOIN, REBALANCING, CRASH, STOP, HEARTBEAT } = this.consumer.events;
+    this.consumer.on(HEARTBEAT, () => this.tracker.heartbeat());
     this.consumer.on(REBALANCING, () => {
       this.tracker.rebalancing = true;
     });
@@ -316,7 +317,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
     // sends at most one per heartbeat interval); a refused one means a rebalance: finish quickly.
     const beat = setInterval(() => {
       payload.heartbeat().catch((err: unknown) => {
-        this.tracker.rebalancing = true;
+        // A refusal that means a rebalance (not a timeout, which kafkajs just retries).
+        if (REBALANCE_ERRORS.has((err as { type?: string }).type ?? '')) this.tracker.rebalancing = true;
         this.log.debug({ err }, 'heartbeat during a batch refused');
       });
     }, this.heartbeatMs);
@@ -362,6 +364,9 @@ class KafkajsGroupConsumer implements GroupConsumer {
     return this.commitInFlight;
   }
 }
+
+/** Group-coordinator refusals that mean this member must rejoin. */
+const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
 
 function normaliseHeaders(h: IHeaders | undefined): Record<string, HeaderValue | undefined> {
   const out: Record<string, HeaderValue | undefined> = {};

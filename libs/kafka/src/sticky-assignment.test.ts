@@ -145,6 +145,50 @@ describe('stickyAssign', () => {
   });
 });
 
+describe('stickyAssign over several topics', () => {
+  it('property: every partition of every topic once, to a subscriber, balanced per topic, same input same output', () => {
+    const topics = ['q1', 'q2', 'q3'];
+    const claim = fc.record({
+      topics: fc.subarray(topics, { minLength: 1 }),
+      held: fc.array(fc.tuple(fc.constantFrom(...topics), fc.nat(9), fc.nat(3)), { maxLength: 12 }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(claim, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.nat(10), { minLength: 3, maxLength: 3 }),
+        (cs, sizes) => {
+          const members: MemberClaim[] = cs.map((c, i) => {
+            const held = new Map<string, HeldPartition[]>();
+            for (const [t, partition, sinceMs] of c.held) {
+              const list = held.get(t) ?? [];
+              if (!list.some((h) => h.partition === partition)) list.push({ partition, sinceMs });
+              held.set(t, list);
+            }
+            return { memberId: `m${i}`, topics: c.topics, held };
+          });
+          const parts = new Map(topics.map((t, i) => [t, range(sizes[i]!)]));
+          const a = stickyAssign(members, parts);
+          expect(stickyAssign([...members].reverse(), parts)).toEqual(a);
+          for (const t of topics) {
+            const subs = members.filter((m) => m.topics.includes(t));
+            const got = members.flatMap((m) => of(a, m.memberId, t));
+            if (subs.length === 0) {
+              expect(got).toEqual([]);
+              continue;
+            }
+            expect([...got].sort((x, y) => x - y)).toEqual(parts.get(t));
+            for (const m of members.filter((x) => !x.topics.includes(t)))
+              expect(of(a, m.memberId, t)).toEqual([]);
+            const counts = subs.map((m) => of(a, m.memberId, t).length);
+            expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+          }
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+  });
+});
+
 /** Whether `o` wins partition `h` over `m` (later, or as late with the lower member id). */
 function laterTaker(o: MemberClaim, m: MemberClaim, h: HeldPartition): boolean {
   const theirs = (o.held.get(T) ?? []).find((x) => x.partition === h.partition);
