@@ -6,6 +6,9 @@
  *   inspect <jobId>                                               state, version, attempts (Postgres)
  *   preview <cron|every:MS> <timeZone> [n]                        next fire times, UTC and local, DST marked
  *   dlq-replay --caller ID --reason TEXT [--rate N] <jobId…>      governed replay (needs dlq:replay via SCHED_CLI_PERMISSIONS)
+ *   region show | region promote <region> --caller ID --reason TEXT
+ *                                                               the home region; a promotion fences every
+ *                                                               owner at once (needs region:promote)
  *   demo [--once] | stack <up|down|status|logs|restart>           the demo; the local stack
  *
  * Reads DATABASE_URL, KAFKA_BROKERS, SCHED_REGISTRY_URL (default: the local stack) and
@@ -20,7 +23,7 @@ import { kafkajsPort } from '@sched/kafka';
 import { stackEndpoints } from '@sched/local-stack';
 import { silentLogger } from '@sched/logging';
 import { preview } from '@sched/recurrence';
-import { createPool } from '@sched/store';
+import { createPool, homeRegion, regionPromote } from '@sched/store';
 
 const env = process.env;
 const [command, ...args] = process.argv.slice(2);
@@ -151,6 +154,32 @@ async function main(): Promise<void> {
       });
       await pool.end();
       console.log(JSON.stringify(res, null, 2));
+      return;
+    }
+    case 'region': {
+      const caller = flag('--caller');
+      const reason = flag('--reason') ?? '';
+      const [sub, region] = args;
+      if (sub !== 'show' && sub !== 'promote')
+        usage('region show | region promote <region> --caller ID --reason TEXT');
+      const pool = createPool({ databaseUrl, schema: env.SCHED_DB_SCHEMA ?? 'public', max: 2 });
+      try {
+        if (sub === 'show') {
+          console.log(JSON.stringify((await homeRegion(pool)) ?? { region: null }));
+          return;
+        }
+        if (!region || !caller || reason.trim() === '')
+          usage('region promote <region> --caller ID --reason TEXT');
+        const permissions = (env.SCHED_CLI_PERMISSIONS ?? '').split(',').filter(Boolean);
+        if (!permissions.includes('region:promote')) {
+          console.error('sched: SCHED_E_FORBIDDEN: region promote needs the region:promote permission');
+          process.exitCode = 1;
+          return;
+        }
+        console.log(JSON.stringify(await regionPromote(pool, region, { actor: caller, reason })));
+      } finally {
+        await pool.end();
+      }
       return;
     }
     case 'demo':

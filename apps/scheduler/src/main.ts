@@ -14,6 +14,7 @@ import {
   createSchedulerMetrics,
   knownNamesFromDb,
   Scheduler,
+  standByForHomeRegion,
   schedulerConfig,
   schedulerEnv,
   wheelIndexFactory,
@@ -42,32 +43,32 @@ async function main(): Promise<void> {
   await startupStep(log, 'schema registry', () => contracts.registerAll());
   const metrics = createSchedulerMetrics(config.ownerId);
   const names = await knownNamesFromDb(pool);
-  const scheduler = new Scheduler({
-    config,
-    pool,
-    kafka: kafkajsPort({ clientId: config.ownerId, brokers, logger: log }),
-    codec: avroSchedulerCodec(contracts),
-    names,
-    metrics,
-    log,
-    newIndex: wheelIndexFactory(),
-  });
+  const kafka = kafkajsPort({ clientId: config.ownerId, brokers, logger: log });
   const { server, port } = await serveMetrics(metrics.registry, metricsPort);
   const loop = watchEventLoop(metrics.registry, 'sched_event_loop_delay_max_seconds', {
     stallMs: config.slowRoundMs,
     onStall: (delayMs) => log.warn({ delayMs }, 'event loop stalled: timers (and claims) ran this late'),
   });
-  await startupStep(log, 'kafka (connect, group join)', () => scheduler.start());
-  log.info({ metricsPort: port, schema, brokers }, 'scheduler started');
-  // A line on stdout that tests and scripts can wait for.
-  process.stdout.write(`SCHEDULER_READY ${JSON.stringify({ ownerId: config.ownerId, metricsPort: port })}\n`);
+  // A line on stdout that tests and scripts can wait for: running, or standing by for its region.
+  let announced = false;
+  const announce = () => {
+    if (announced) return;
+    announced = true;
+    process.stdout.write(
+      `SCHEDULER_READY ${JSON.stringify({ ownerId: config.ownerId, metricsPort: port })}\n`,
+    );
+  };
 
   let stopping = false;
+  let onStop: () => void = () => {};
+  const stopped = new Promise<void>((r) => (onStop = r));
+  let scheduler: Scheduler | undefined;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
-    await scheduler.stop();
+    onStop();
+    await scheduler?.stop();
     loop.stop();
     names.close();
     server.close();
@@ -76,6 +77,38 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  // Runs while its region is home (or none is set); when another region is promoted, lets every
+  // partition go, leaves the group and stands by until its region is home again.
+  while (!stopping) {
+    await standByForHomeRegion(pool, {
+      region: config.region,
+      pollMs: 1_000,
+      metrics,
+      log,
+      onStandBy: announce,
+      stopping: () => stopping,
+    });
+    if (stopping) break;
+    const current = new Scheduler({
+      config,
+      pool,
+      kafka,
+      codec: avroSchedulerCodec(contracts),
+      names,
+      metrics,
+      log,
+      newIndex: wheelIndexFactory(),
+    });
+    scheduler = current;
+    await startupStep(log, 'kafka (connect, group join)', () => current.start());
+    log.info({ metricsPort: port, schema, brokers, region: config.region || null }, 'scheduler started');
+    announce();
+    await Promise.race([current.demoted, stopped]);
+    if (stopping) break;
+    await current.stop();
+    scheduler = undefined;
+  }
 }
 
 main().catch((err: unknown) => {

@@ -10,6 +10,11 @@ export interface SchedulerOptions {
   /** Unique per process; recorded as partition owner. */
   ownerId: string;
   groupId: string;
+  /**
+   * This scheduler's region. When a home region is set in Postgres (`sched region promote`), only
+   * its schedulers own partitions; the others stand by. '' (default): no region.
+   */
+  region: string;
   commandsTopic: string;
   rejectedTopic: string;
   /** Jobs due within this window are held in the wheel; later ones stay in Postgres until the horizon reaches them. */
@@ -119,6 +124,7 @@ export interface SchedulerOptions {
 export const schedulerDefaults: SchedulerOptions = {
   ownerId: 'scheduler',
   groupId: 'sched-scheduler',
+  region: '',
   commandsTopic: 'sched.commands',
   rejectedTopic: 'sched.commands.rejected',
   horizonMs: 10 * 60_000,
@@ -219,6 +225,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
 export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   ownerId: { env: 'SCHED_OWNER_ID', kind: 'string' },
   groupId: { env: 'SCHED_GROUP_ID', kind: 'string' },
+  region: { env: 'SCHED_REGION', kind: 'string' },
   commandsTopic: { env: 'SCHED_COMMANDS_TOPIC', kind: 'string' },
   rejectedTopic: { env: 'SCHED_REJECTED_TOPIC', kind: 'string' },
   horizonMs: { env: 'SCHED_HORIZON_MS', kind: 'int' },

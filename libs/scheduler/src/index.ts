@@ -1,4 +1,5 @@
 export { Scheduler } from './scheduler.js';
+export { standByForHomeRegion } from './home-region-standby.js';
 export type { SchedulerDeps } from './scheduler.js';
 export { schedulerConfig, schedulerDefaults, schedulerEnv } from './config.js';
 export type { SchedulerConfig, SchedulerOptions } from './config.js';

@@ -119,6 +119,11 @@ export function createSchedulerMetrics(ownerId: string) {
       ['partition'],
     ),
     partitionsOwned: gauge(registry, 'sched_partitions_owned', 'partitions owned by this process'),
+    regionStandby: gauge(
+      registry,
+      'sched_region_standby',
+      ' 1 while this process stands by because another region is home (SCHED_REGION, sched region promote)',
+    ),
     rebalances: counter(registry, 'sched_rebalances_total', 'assignment changes seen'),
     fencedWrites: counter(
       registry,

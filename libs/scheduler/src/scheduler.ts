@@ -11,6 +11,7 @@ import {
   jobLoadWindow,
   leaseReap,
   inTransaction,
+  NotHomeRegionError,
   partitionClaim,
   scheduleLoadWindow,
 } from '@sched/store';
@@ -65,6 +66,13 @@ export class Scheduler {
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
   private observer: DispatchObserver | null = null;
+  private onDemoted: ((err: NotHomeRegionError) => void) | undefined;
+  /**
+   * Resolves when a partition claim was refused because another region is home now
+   * (`sched region promote`): every partition has been let go of; the caller stops this scheduler
+   * and stands by until its region is home again.
+   */
+  readonly demoted = new Promise<NotHomeRegionError>((resolve) => (this.onDemoted = resolve));
 
   constructor(private readonly d: SchedulerDeps) {
     this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs);
@@ -189,6 +197,17 @@ export class Scheduler {
     await this.producer?.disconnect();
   }
 
+  private demote(err: NotHomeRegionError): void {
+    if (!this.onDemoted) return;
+    this.d.log.error(
+      { err, home: err.home, region: err.region },
+      'another region is home now: letting every partition go',
+    );
+    for (const p of [...this.runtimes.keys()]) this.release(p, 'not home region');
+    this.onDemoted(err);
+    this.onDemoted = undefined;
+  }
+
   /** Owned partitions and their epochs (tests, admin). */
   ownership(): { partition: number; epoch: number; wheelSize: number }[] {
     return [...this.runtimes.values()]
@@ -217,7 +236,12 @@ export class Scheduler {
     const results = await Promise.allSettled(
       partitions.map(async (p) => {
         if (this.runtimes.has(p)) return; // held already: never two runtimes for one partition
-        const own = await partitionClaim(this.d.pool, p, this.d.config.ownerId);
+        const own = await partitionClaim(
+          this.d.pool,
+          p,
+          this.d.config.ownerId,
+          this.d.config.region || undefined,
+        );
         const rt = new PartitionRuntime(
           p,
           own.epoch,
@@ -244,7 +268,8 @@ export class Scheduler {
       }),
     );
     const failed = results.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
+    if (failed?.reason instanceof NotHomeRegionError) this.demote(failed.reason);
+    else if (failed) throw failed.reason;
   }
 
   private async onRevoked(partitions: number[]): Promise<void> {

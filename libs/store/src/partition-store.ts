@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { FencedError } from './fencing.js';
+import { homeRegionCheck } from './home-region.js';
 
 export interface PartitionOwnership {
   partition: number;
@@ -12,16 +13,19 @@ export interface PartitionOwnership {
 /**
  * partition_claim: takes ownership of a partition by bumping its epoch (creating the row at 1).
  * The row lock waits for any in-flight write of the previous owner, whose later writes then
- * fail the fence.
+ * fail the fence. Refused (NotHomeRegionError) when a home region is set and `region` is not it.
  */
 export async function partitionClaim(
   pool: pg.Pool,
   partition: number,
   ownerId: string,
+  region?: string,
 ): Promise<PartitionOwnership> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    // Only the home region's schedulers, if one is set; first, in the lock order of a promotion.
+    await homeRegionCheck(client, region);
     // FOR UPDATE conflicts with the FOR KEY SHARE of every owner write (the fence) and with the
     // applied_offset update: the bump waits until the previous owner's in-flight writes end.
     await client.query('SELECT 1 FROM partition_owner WHERE partition = $1 FOR UPDATE', [partition]);
