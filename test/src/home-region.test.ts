@@ -4,7 +4,9 @@ import {
   jobCreateBatch,
   NotHomeRegionError,
   partitionClaim,
+  regionClaimUnset,
   regionPromote,
+  RegionPromoteError,
 } from '@sched/store';
 import { afterEach, describe, expect, it } from 'vitest';
 import { schemaForSuite } from './support/isolation.js';
@@ -28,10 +30,11 @@ describe('a home region, and failover to a standby region fenced at region level
 
   it('east dispatches while home; promoting west fences east at once; west takes over with 0 lost, 0 twice; and back', async () => {
     s = await Scenario.create('region', 4);
-    const by = { actor: 'test', reason: 'region drill' };
-    await regionPromote(s.db.pool, 'east', by);
-    // Two regions' schedulers on the same command topic, each region its own consumer group.
+    const by = { actor: 'test', reason: 'region drill', permissions: ['region:promote'] };
+    // Two regions' schedulers on the same command topic, each region its own consumer group. No
+    // home region is set: east, the first to start, makes itself home; west, later, stands by.
     const east = await s.startScheduler({ ...FAST_GROUP, SCHED_REGION: 'east' });
+    await until('east is home', 20_000, async () => (await owned(east)) === 4);
     const west = await s.startScheduler({
       ...FAST_GROUP,
       SCHED_REGION: 'west',
@@ -87,10 +90,13 @@ describe('a home region, and failover to a standby region fenced at region level
       [before.rows.map((r) => r.partition), before.rows.map((r) => r.epoch), promotedAt],
     );
     expect(late.rows[0]!.n).toBe(0);
-    const audit = await s.db.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM audit_log WHERE action = 'region.promote' AND actor = 'test'`,
+    const audit = await s.db.pool.query<{ action: string; actor: string; region: string }>(
+      `SELECT action, actor, subject->>'region' AS region FROM audit_log ORDER BY at`,
     );
-    expect(audit.rows[0]!.n).toBe(2);
+    expect(audit.rows).toEqual([
+      { action: 'region.claim', actor: east.ownerId, region: 'east' },
+      { action: 'region.promote', actor: 'test', region: 'west' },
+    ]);
 
     // Failback: east's process, standing by, takes its partitions again.
     await regionPromote(s.db.pool, 'east', by);
@@ -115,8 +121,14 @@ describe('store: the home region', () => {
   it('no home region: any claim; a promotion refuses other regions, fences every owner, is audited', async () => {
     expect(await homeRegion(db().pool)).toBeUndefined();
     const a = await partitionClaim(db().pool, 0, 'a'); // no region, none set: allowed
-    await expect(regionPromote(db().pool, 'west', { actor: '', reason: 'x' })).rejects.toThrow(/actor/);
-    const p = await regionPromote(db().pool, 'west', { actor: 'ops', reason: 'drill' });
+    await expect(
+      regionPromote(db().pool, 'west', { actor: '', reason: 'x', permissions: ['region:promote'] }),
+    ).rejects.toThrow(/actor/);
+    const p = await regionPromote(db().pool, 'west', {
+      actor: 'ops',
+      reason: 'drill',
+      permissions: ['region:promote'],
+    });
     expect(p).toMatchObject({ before: null, fencedPartitions: 1, home: { region: 'west', epoch: 1 } });
     // The old owner's writes match nothing; other regions (or none) cannot claim.
     const created = await inTransaction(db().pool, (c) =>
@@ -141,8 +153,29 @@ describe('store: the home region', () => {
     ]);
   });
 
+  it('refuses without the permission; the region already home is left as it is', async () => {
+    const err = await regionPromote(db().pool, 'south', { actor: 'ops', reason: 'x', permissions: [] }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(RegionPromoteError);
+    expect((err as RegionPromoteError).code).toBe('SCHED_E_REGION_FORBIDDEN');
+    const home = (await homeRegion(db().pool))!;
+    const again = await regionPromote(db().pool, home.region, {
+      actor: 'ops',
+      reason: 'again',
+      permissions: ['region:promote'],
+    });
+    expect(again).toMatchObject({ changed: false, fencedPartitions: 0, home: { epoch: home.epoch } });
+    // Once a home region is set, a claim of an unset one changes nothing.
+    expect((await regionClaimUnset(db().pool, 'elsewhere', 'owner-x')).region).toBe(home.region);
+  });
+
   it('a promotion waits for an owner write in flight, and a claim after it sees the new region', async () => {
-    await regionPromote(db().pool, 'east', { actor: 'ops', reason: 'setup' });
+    await regionPromote(db().pool, 'east', {
+      actor: 'ops',
+      reason: 'setup',
+      permissions: ['region:promote'],
+    });
     const own = await partitionClaim(db().pool, 5, 'e', 'east');
     const client = await db().pool.connect();
     try {
@@ -150,7 +183,11 @@ describe('store: the home region', () => {
       const c = await jobCreateBatch(client, 5, own.epoch, [newJob('hr-2', Date.now() + 60_000)]);
       expect(c.size).toBe(1);
       let promoted = false;
-      const promotion = regionPromote(db().pool, 'west', { actor: 'ops', reason: 'failover' }).then((r) => {
+      const promotion = regionPromote(db().pool, 'west', {
+        actor: 'ops',
+        reason: 'failover',
+        permissions: ['region:promote'],
+      }).then((r) => {
         promoted = true;
         return r;
       });
@@ -166,5 +203,19 @@ describe('store: the home region', () => {
     );
     expect(job.rows[0]!.n).toBe(1); // committed before the fence moved
     await expect(partitionClaim(db().pool, 5, 'e', 'east')).rejects.toBeInstanceOf(NotHomeRegionError);
+  });
+});
+
+describe('store: the first region to start', () => {
+  const db = schemaForSuite('firstregion');
+
+  it('makes itself home when none is set, fencing what owners there were, audited as region.claim', async () => {
+    const a = await partitionClaim(db().pool, 0, 'a');
+    const home = await regionClaimUnset(db().pool, 'north', 'owner-n');
+    expect(home).toMatchObject({ region: 'north', epoch: 1 });
+    await expect(partitionClaim(db().pool, 0, 'a')).rejects.toBeInstanceOf(NotHomeRegionError);
+    expect((await partitionClaim(db().pool, 0, 'n', 'north')).epoch).toBe(a.epoch + 2);
+    const { rows } = await db().pool.query(`SELECT action, actor FROM audit_log`);
+    expect(rows).toEqual([{ action: 'region.claim', actor: 'owner-n' }]);
   });
 });

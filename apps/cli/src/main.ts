@@ -171,12 +171,9 @@ async function main(): Promise<void> {
         if (!region || !caller || reason.trim() === '')
           usage('region promote <region> --caller ID --reason TEXT');
         const permissions = (env.SCHED_CLI_PERMISSIONS ?? '').split(',').filter(Boolean);
-        if (!permissions.includes('region:promote')) {
-          console.error('sched: SCHED_E_FORBIDDEN: region promote needs the region:promote permission');
-          process.exitCode = 1;
-          return;
-        }
-        console.log(JSON.stringify(await regionPromote(pool, region, { actor: caller, reason })));
+        console.log(
+          JSON.stringify(await regionPromote(pool, region, { actor: caller, reason, permissions })),
+        );
       } finally {
         await pool.end();
       }

@@ -62,13 +62,15 @@ async function main(): Promise<void> {
   let stopping = false;
   let onStop: () => void = () => {};
   const stopped = new Promise<void>((r) => (onStop = r));
-  let scheduler: Scheduler | undefined;
+  /** The scheduler of the current term, from its start until it has stopped. */
+  let running: Scheduler | undefined;
+  let loopDone: Promise<void> = Promise.resolve();
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
     onStop();
-    await scheduler?.stop();
+    await loopDone;
     loop.stop();
     names.close();
     server.close();
@@ -79,36 +81,49 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   // Runs while its region is home (or none is set); when another region is promoted, lets every
-  // partition go, leaves the group and stands by until its region is home again.
-  while (!stopping) {
-    await standByForHomeRegion(pool, {
-      region: config.region,
-      pollMs: 1_000,
-      metrics,
-      log,
-      onStandBy: announce,
-      stopping: () => stopping,
-    });
-    if (stopping) break;
-    const current = new Scheduler({
-      config,
-      pool,
-      kafka,
-      codec: avroSchedulerCodec(contracts),
-      names,
-      metrics,
-      log,
-      newIndex: wheelIndexFactory(),
-    });
-    scheduler = current;
-    await startupStep(log, 'kafka (connect, group join)', () => current.start());
-    log.info({ metricsPort: port, schema, brokers, region: config.region || null }, 'scheduler started');
-    announce();
-    await Promise.race([current.demoted, stopped]);
-    if (stopping) break;
-    await current.stop();
-    scheduler = undefined;
-  }
+  // partition go, leaves the group and stands by until its region is home again. A stop signal
+  // waits for a start under way, then stops that term's scheduler once.
+  const terms = async (): Promise<void> => {
+    while (!stopping) {
+      await standByForHomeRegion(pool, {
+        region: config.region,
+        ownerId: config.ownerId,
+        pollMs: 1_000,
+        metrics,
+        log,
+        onStandBy: announce,
+        stopping: () => stopping,
+      });
+      if (stopping) return;
+      const scheduler = new Scheduler({
+        config,
+        pool,
+        kafka,
+        codec: avroSchedulerCodec(contracts),
+        names,
+        metrics,
+        log,
+        newIndex: wheelIndexFactory(),
+      });
+      const started = startupStep(log, 'kafka (connect, group join)', () => scheduler.start());
+      running = scheduler;
+      try {
+        await started;
+        log.info({ metricsPort: port, schema, brokers, region: config.region || null }, 'scheduler started');
+        announce();
+        await Promise.race([scheduler.demoted, stopped]);
+      } finally {
+        await scheduler.stop();
+        running = undefined;
+      }
+    }
+  };
+  loopDone = terms().catch((err: unknown) => {
+    if (stopping) return log.warn({ err }, 'a start under way failed while stopping');
+    log.fatal({ err, running: running !== undefined }, 'scheduler failed');
+    process.exit(1);
+  });
+  await loopDone;
 }
 
 main().catch((err: unknown) => {

@@ -267,9 +267,10 @@ export class Scheduler {
           .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
       }),
     );
+    const refused = results.find((r) => r.status === 'rejected' && r.reason instanceof NotHomeRegionError);
+    if (refused) return this.demote((refused as PromiseRejectedResult).reason as NotHomeRegionError);
     const failed = results.find((r) => r.status === 'rejected');
-    if (failed?.reason instanceof NotHomeRegionError) this.demote(failed.reason);
-    else if (failed) throw failed.reason;
+    if (failed) throw failed.reason;
   }
 
   private async onRevoked(partitions: number[]): Promise<void> {

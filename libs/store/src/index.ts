@@ -4,7 +4,14 @@ export { createPool, inTransaction } from './pool.js';
 export type { PoolOptions } from './pool.js';
 export { FencedError } from './fencing.js';
 export { partitionClaim, partitionAdvanceOffset, partitionOwnerList } from './partition-store.js';
-export { homeRegion, regionPromote, NotHomeRegionError } from './home-region.js';
+export {
+  homeRegion,
+  regionPromote,
+  regionClaimUnset,
+  NotHomeRegionError,
+  RegionPromoteError,
+  REGION_PROMOTE_PERMISSION,
+} from './home-region.js';
 export type { HomeRegion } from './home-region.js';
 export type { PartitionOwnership, OwnerRow } from './partition-store.js';
 export {
