@@ -143,5 +143,14 @@ describe('a partition the scheduler let go of while the group still assigns it t
       expect(o.epoch).toBe(before.get(p)!.epoch + 2); // the bump above, then a's own
     }
     expect(await a.metric('sched_partitions_owned')).toBe(2);
+    // Per-shard observability: claims per partition add up; each owned partition says since when.
+    expect(await a.metric('sched_partition_jobs_claimed_total')).toBe(n);
+    expect(await a.metric('sched_jobs_claimed_total')).toBe(n);
+    const since = (await a.metrics())
+      .split('\n')
+      .filter((l) => l.startsWith('sched_partition_owned_since_timestamp_seconds{'))
+      .map((l) => Number(l.split(' ')[1]));
+    expect(since).toHaveLength(2);
+    for (const t of since) expect(Date.now() / 1000 - t).toBeLessThan(60);
   });
 });

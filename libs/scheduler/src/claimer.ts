@@ -146,6 +146,9 @@ export class Claimer {
       }
     }
     this.observe(claimed, source);
+    for (const [p, out] of outcomes)
+      if (out.claimed.length > 0)
+        this.metrics.partitionClaimed.inc({ partition: String(p) }, out.claimed.length);
     return { outcomes, fenced, phasesMs: { connect: tWork - t0, claim: tEnd - tWork } };
   }
 
@@ -163,11 +166,17 @@ export class Claimer {
     );
   }
 
-  /** Claim metrics: batch size, count by source, and due → claim lag of each job. */
-  observe(claimed: readonly Pick<ClaimedJob, 'claimedAtMs' | 'dueAtMs'>[], source: string): void {
+  /** Claim metrics: batch size, count by source (and by partition when given), due → claim lag. */
+  observe(
+    claimed: readonly Pick<ClaimedJob, 'claimedAtMs' | 'dueAtMs'>[],
+    source: string,
+    partition?: number,
+  ): void {
     if (claimed.length === 0) return;
     this.metrics.claimBatch.observe(claimed.length);
     this.metrics.claimed.inc({ source }, claimed.length);
+    if (partition !== undefined)
+      this.metrics.partitionClaimed.inc({ partition: String(partition) }, claimed.length);
     for (const j of claimed)
       this.metrics.schedulingLag.observe(Math.max(0, j.claimedAtMs - j.dueAtMs) / 1000);
   }

@@ -68,7 +68,7 @@ export interface ApplierDeps {
    */
   dispatchOnCreateLeaseMs: number | null;
   /** Called with the jobs dispatched by their create (claim metrics). */
-  onDispatched(jobs: readonly ClaimedJob[]): void;
+  onDispatched(jobs: readonly ClaimedJob[], partition: number): void;
   /** Tenant and priority tags for the due-time index (fair firing in a burst). */
   fireTags: FireTags;
 }
@@ -144,7 +144,7 @@ export class CommandApplier {
       return this.applyRuns(client, rt, fresh);
     });
     rt.appliedOffset = lastOffset;
-    this.d.onDispatched(dispatched);
+    this.d.onDispatched(dispatched, rt.partition);
 
     // Index updates after commit: the index only ever mirrors committed state.
     for (const e of effects) {

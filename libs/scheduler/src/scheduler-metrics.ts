@@ -118,6 +118,18 @@ export function createSchedulerMetrics(ownerId: string) {
       'epoch held by this process, per owned partition',
       ['partition'],
     ),
+    partitionOwnedSince: gauge(
+      registry,
+      'sched_partition_owned_since_timestamp_seconds',
+      'when this process took each partition it owns (unix seconds): time() minus it says for how long',
+      ['partition'],
+    ),
+    partitionClaimed: counter(
+      registry,
+      'sched_partition_jobs_claimed_total',
+      'jobs claimed per partition (every path): a partition far above the others is a hot shard',
+      ['partition'],
+    ),
     partitionsOwned: gauge(registry, 'sched_partitions_owned', 'partitions owned by this process'),
     regionStandby: gauge(
       registry,

@@ -128,7 +128,7 @@ export class Scheduler {
       generator: this.generator,
       lifecycleEvents: c.lifecycleEvents,
       dispatchOnCreateLeaseMs: c.dispatchOnCreate ? c.dispatchLeaseMs : null,
-      onDispatched: (jobs) => this.claimer.observe(jobs, 'create'),
+      onDispatched: (jobs, partition) => this.claimer.observe(jobs, 'create', partition),
       fireTags: this.fireTags,
     });
     const sessionMs = await negotiatedSessionTimeout(
@@ -251,6 +251,7 @@ export class Scheduler {
         );
         this.runtimes.set(p, rt);
         this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
+        this.d.metrics.partitionOwnedSince.set({ partition: String(p) }, Date.now() / 1000);
         // The next FIRST_WINDOW_MS first, so firing starts as soon as they are in; the rest of the
         // horizon follows in the background (through the serial lane: applies never interleave).
         const first = Math.min(FIRST_WINDOW_MS, this.d.config.horizonMs);
@@ -284,6 +285,7 @@ export class Scheduler {
     rt.closed = true;
     this.runtimes.delete(partition);
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
+    this.d.metrics.partitionOwnedSince.remove({ partition: String(partition) });
     this.d.metrics.overdue.remove({ partition: String(partition) });
     this.d.metrics.overdueOldestAge.remove({ partition: String(partition) });
     this.reconciler.forgetBacklogCounts();
