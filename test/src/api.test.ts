@@ -24,7 +24,7 @@ describe('HTTP API on the real stack', () => {
       pool: s.db.pool,
       commandsTopic: s.commandsTopic,
       callers: new Map([
-        ['ops-key', { id: 'alice@ops', tenantId: 'default', permissions: [REPLAY_PERMISSION] }],
+        ['ops-key', { id: 'alice@ops', tenantId: 'default', permissions: [REPLAY_PERMISSION, 'ops:read'] }],
         ['dev-key', { id: 'bob@dev', tenantId: 'default', permissions: [] }],
       ]),
       payloadValidator: registryPayloadValidator(s.db.pool, endpoints().registryUrl),
@@ -65,6 +65,25 @@ describe('HTTP API on the real stack', () => {
     );
     expect(row).toMatchObject({ queue: s.queue, overdue: 0, running: 0 });
     expect(row!.dispatched).toBeGreaterThanOrEqual(1);
+  });
+
+  it('shows partition ownership to operators only', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/partitions', headers: ops });
+    expect(res.statusCode).toBe(200);
+    const body = res.json() as {
+      homeRegion: unknown;
+      partitions: { partition: number; ownerId: string; epoch: number; ownedForMs: number }[];
+    };
+    expect(body.homeRegion).toBeNull();
+    expect(body.partitions.map((p) => p.partition)).toEqual([0, 1]);
+    expect(new Set(body.partitions.map((p) => p.ownerId)).size).toBe(1);
+    for (const p of body.partitions) {
+      expect(p.epoch).toBeGreaterThanOrEqual(1);
+      expect(p.ownedForMs).toBeGreaterThanOrEqual(0);
+    }
+    const denied = await app.inject({ method: 'GET', url: '/v1/partitions', headers: dev });
+    expect(denied.statusCode).toBe(403);
+    expect((denied.json() as { error: { code: string } }).error.code).toBe('SCHED_E_FORBIDDEN');
   });
 
   it('cancels and reschedules through commands', async () => {

@@ -10,6 +10,7 @@ import { ApiError, toHttp } from './errors.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerScheduleRoutes } from './routes-schedules.js';
 import { registerDlqRoutes } from './routes-dlq.js';
+import { registerPartitionRoutes } from './routes-partitions.js';
 import { registerQueueRoutes } from './routes-queues.js';
 
 export interface ApiCaller {
@@ -83,6 +84,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   registerScheduleRoutes(app, ctx);
   registerDlqRoutes(app, ctx);
   registerQueueRoutes(app, ctx);
+  registerPartitionRoutes(app, ctx);
   return app;
 }
 
