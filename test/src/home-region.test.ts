@@ -62,6 +62,11 @@ describe('a home region, and failover to a standby region fenced at region level
     expect(promoted.before).toBe('east');
     expect(promoted.fencedPartitions).toBe(4);
 
+    // East learns of it from the home region itself (every 2 s), not only from refused writes.
+    await until('east stands by', 10_000, async () => {
+      return (await east.metric('sched_region_standby')) === 1 && (await owned(east)) === 0;
+    });
+    console.log(`east stood by ${Date.now() - promotedAt} ms after the promotion`);
     await until('west owns every partition, east stands by', 30_000, async () => {
       return (
         (await owned(west)) === 4 &&

@@ -10,6 +10,7 @@ import {
   FencedError,
   jobLoadWindow,
   leaseReap,
+  homeRegion,
   inTransaction,
   NotHomeRegionError,
   partitionClaim,
@@ -30,6 +31,8 @@ import { FireTags } from './fair-ready.js';
 import { Reconciler } from './reconciler.js';
 import { retentionSweep } from './retention-sweep.js';
 
+/** How often a running scheduler reads the home region (`checkHomeRegionOnce`). */
+const HOME_REGION_CHECK_MS = 2_000;
 /** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
 const FIRST_WINDOW_MS = 30_000;
 
@@ -173,6 +176,7 @@ export class Scheduler {
     this.every(c.horizonExtendEveryMs, () => this.extendHorizonOnce());
     this.every(c.pruneEveryMs, () => this.pruneOnce());
     this.every(c.generateEveryMs, () => this.generateOnce());
+    this.every(HOME_REGION_CHECK_MS, () => this.checkHomeRegionOnce());
     if (c.observeDispatch) {
       this.observer = new DispatchObserver(
         this.d.kafka,
@@ -195,6 +199,17 @@ export class Scheduler {
     await this.observer?.stop();
     await this.consumer?.stop();
     await this.producer?.disconnect();
+  }
+
+  /**
+   * Demotes this scheduler when another region is home (or one is set and this scheduler has
+   * none): a promotion fences its writes at once, and this makes it let go and stand by within a
+   * few seconds even when it has no write to be refused or no partition to take up again.
+   */
+  async checkHomeRegionOnce(): Promise<void> {
+    const home = await homeRegion(this.d.pool);
+    const mine = this.d.config.region;
+    if (home && home.region !== mine) this.demote(new NotHomeRegionError(mine || undefined, home.region));
   }
 
   private demote(err: NotHomeRegionError): void {
