@@ -10,6 +10,12 @@ import { DEFAULT_FIRE_WEIGHTS, FairReady } from './fair-ready.js';
 export class PartitionRuntime {
   /** Set when a write was refused by the fence or the partition was revoked: stop all work. */
   closed = false;
+  /**
+   * Revoked, and still firing from its wheel until the new owner's epoch bump fences it or this
+   * time passes (ms; 0: not revoked). The fence makes that safe; it spares the jobs due during a
+   * handoff the wait for the new owner's setup.
+   */
+  lingerUntilMs = 0;
   loadedUntilMs = 0;
   /** Entries taken out of `index` as due and not claimed yet, served fairly (see FairReady). */
   readonly ready: FairReady;

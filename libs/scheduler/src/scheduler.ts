@@ -68,6 +68,8 @@ export class Scheduler {
   private readonly fireTags = new FireTags();
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
+  /** How long a revoked partition keeps firing at most (see `onRevoked`). */
+  private lingerMs = 0;
   private observer: DispatchObserver | null = null;
   private onDemoted: ((err: NotHomeRegionError) => void) | undefined;
   /**
@@ -140,6 +142,8 @@ export class Scheduler {
       'SCHED_SESSION_TIMEOUT_MS',
       this.d.log,
     );
+    // Long enough for the new owner to join and claim; a partition nobody claims stops after it.
+    this.lingerMs = Math.min(sessionMs, 10_000);
     this.consumer = this.d.kafka.groupConsumer(
       {
         groupId: c.groupId,
@@ -156,7 +160,10 @@ export class Scheduler {
         onRevoked: (_topic, partitions) => this.onRevoked(partitions),
         // A partition given up on a fence is not claimed at the next rebalance, and set up again
         // (fresh epoch, wheel reloaded) if the group gives it back.
-        holds: (_topic, partition) => this.runtimes.has(partition),
+        holds: (_topic, partition) => {
+          const rt = this.runtimes.get(partition);
+          return rt !== undefined && rt.lingerUntilMs === 0;
+        },
         onBatch: async (batch) => {
           const rt = this.runtimes.get(batch.partition);
           if (!rt || rt.closed)
@@ -226,7 +233,7 @@ export class Scheduler {
   /** Owned partitions and their epochs (tests, admin). */
   ownership(): { partition: number; epoch: number; wheelSize: number }[] {
     return [...this.runtimes.values()]
-      .filter((r) => !r.closed)
+      .filter((r) => !r.closed && r.lingerUntilMs === 0)
       .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size + r.ready.size }));
   }
 
@@ -250,7 +257,15 @@ export class Scheduler {
     // (no runtime) and the consumer assigns it again later (`holds`).
     const results = await Promise.allSettled(
       partitions.map(async (p) => {
-        if (this.runtimes.has(p)) return; // held already: never two runtimes for one partition
+        const had = this.runtimes.get(p);
+        if (had && had.lingerUntilMs > 0) {
+          // Given back while it lingered: kept if nobody took it meanwhile (its epoch is current).
+          if (await this.epochStillCurrent(had)) {
+            had.lingerUntilMs = 0;
+            return;
+          }
+          this.release(p, 'fenced');
+        } else if (had) return; // held already: never two runtimes for one partition
         const own = await partitionClaim(
           this.d.pool,
           p,
@@ -289,9 +304,35 @@ export class Scheduler {
     if (failed) throw failed.reason;
   }
 
+  /**
+   * A revoked partition keeps firing from its wheel until its new owner's epoch bump fences it
+   * (its next write is refused and it is released) or `lingerMs` passes; it takes no command and
+   * no longer counts as owned. While stopping, it is released at once.
+   */
   private async onRevoked(partitions: number[]): Promise<void> {
     this.d.metrics.rebalances.inc();
-    for (const p of partitions) this.release(p, 'revoked');
+    const lingerMs = this.stopping ? 0 : this.lingerMs;
+    for (const p of partitions) {
+      const rt = this.runtimes.get(p);
+      if (!rt || rt.closed || lingerMs === 0) {
+        this.release(p, 'revoked');
+        continue;
+      }
+      rt.lingerUntilMs = Date.now() + lingerMs;
+      setTimeout(() => {
+        if (this.runtimes.get(p) === rt && rt.lingerUntilMs > 0) this.release(p, 'revoked');
+      }, lingerMs).unref();
+    }
+    this.d.metrics.partitionsOwned.set(this.ownership().length);
+  }
+
+  /** Whether a runtime's epoch is still the partition's (nobody claimed it since). */
+  private async epochStillCurrent(rt: PartitionRuntime): Promise<boolean> {
+    const { rows } = await this.d.pool.query<{ epoch: string }>(
+      'SELECT epoch FROM partition_owner WHERE partition = $1',
+      [rt.partition],
+    );
+    return rows.length === 1 && Number(rows[0]!.epoch) === rt.epoch && !rt.closed;
   }
 
   private release(partition: number, why: string): void {
