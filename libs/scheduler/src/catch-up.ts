@@ -19,8 +19,8 @@ export interface CatchUpDeps {
   fireTags: FireTags;
   /** The owned partition's runtime, if this process still owns it. */
   runtime(partition: number): PartitionRuntime | undefined;
-  /** Gives up a partition whose epoch moved on. */
-  release(partition: number): void;
+  /** Gives up a partition's runtime whose epoch moved on (only if it is still the current one). */
+  release(rt: PartitionRuntime): void;
   stopping(): boolean;
 }
 
@@ -209,7 +209,7 @@ export class CatchUpDrain {
     }
     if (byPartition.size === 0) return 0;
     const { outcomes, fenced } = await this.d.claimer.claimRound([...byPartition.values()], 'reconcile');
-    for (const rt of fenced) this.d.release(rt.partition);
+    for (const rt of fenced) this.d.release(rt);
     let got = 0;
     for (const [partition, out] of outcomes) {
       const rt = this.d.runtime(partition);

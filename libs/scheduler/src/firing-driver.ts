@@ -20,7 +20,8 @@ export interface FiringDeps {
   /** The partitions owned now (closed ones are skipped). */
   runtimes(): PartitionRuntime[];
   /** Gives a partition up (fenced, revoked). */
-  release(partition: number, why: string): void;
+  /** Lets a partition's runtime go (only if it is still the partition's current one). */
+  release(rt: PartitionRuntime, why: string): void;
   /** Applies what a schedule generation pass decided to the partition's index. */
   applyGeneration(rt: PartitionRuntime, fx: GenerationEffects): void;
 }
@@ -169,7 +170,7 @@ export class FiringDriver {
         try {
           this.d.applyGeneration(g.rt, await this.d.generator.runOnce(g.rt, ids));
         } catch (err) {
-          if (err instanceof FencedError) this.d.release(g.rt.partition, 'fenced');
+          if (err instanceof FencedError) this.d.release(g.rt, 'fenced');
           else this.d.log.error({ err, partition: g.rt.partition }, 'schedule generation failed; will retry');
         }
       }
@@ -184,7 +185,7 @@ export class FiringDriver {
     try {
       const { outcomes, fenced, phasesMs } = await this.d.claimer.claimRound(jobs);
       this.timeRound(jobs, { oldestDueMs, collectedAt, claimStart, phasesMs });
-      for (const rt of fenced) this.d.release(rt.partition, 'fenced');
+      for (const rt of fenced) this.d.release(rt, 'fenced');
       for (const g of jobs) {
         const out = outcomes.get(g.rt.partition);
         if (out && !g.rt.closed && out.notYetDue.length > 0) {
@@ -197,7 +198,7 @@ export class FiringDriver {
       // Not claimed: the jobs stay SCHEDULED in Postgres; put them back so a transient failure
       // costs a retry, not a reconciliation delay.
       if (err instanceof FencedError) {
-        for (const g of jobs) if (g.rt.partition === err.partition) this.d.release(g.rt.partition, 'fenced');
+        for (const g of jobs) if (g.rt.partition === err.partition) this.d.release(g.rt, 'fenced');
       }
       for (const g of jobs)
         if (!g.rt.closed)

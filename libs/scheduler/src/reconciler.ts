@@ -21,7 +21,7 @@ export interface ReconcilerDeps {
   /** The owned partition's runtime, if this process still owns it. */
   runtime(partition: number): PartitionRuntime | undefined;
   /** Gives up a partition whose epoch moved on. */
-  release(partition: number): void;
+  release(rt: PartitionRuntime): void;
   /** Whether an assignment is still being claimed and loaded. */
   assigning(): boolean;
   stopping(): boolean;

@@ -96,7 +96,7 @@ export class Scheduler {
       fireTags: this.fireTags,
       runtimes: () => [...this.runtimes.values()],
       runtime: (p) => this.runtimes.get(p),
-      release: (p) => this.release(p, 'fenced'),
+      release: (rt) => this.release(rt.partition, 'fenced', rt),
       assigning: () => this.assigning > 0,
       stopping: () => this.stopping,
     });
@@ -112,7 +112,7 @@ export class Scheduler {
       metrics: d.metrics,
       log: d.log,
       runtimes: () => [...this.runtimes.values()],
-      release: (p, why) => this.release(p, why),
+      release: (rt, why) => this.release(rt.partition, why, rt),
       applyGeneration: (rt, fx) => this.applyGeneration(rt, fx),
     });
   }
@@ -264,7 +264,7 @@ export class Scheduler {
             had.lingerUntilMs = 0;
             return;
           }
-          this.release(p, 'fenced');
+          this.release(p, 'fenced', had);
         } else if (had) return; // held already: never two runtimes for one partition
         const own = await partitionClaim(
           this.d.pool,
@@ -288,7 +288,7 @@ export class Scheduler {
         try {
           await rt.serial(() => this.loadUntil(rt, Date.now() + first));
         } catch (err) {
-          this.release(p, 'setup failed'); // not held: the consumer assigns it again later
+          this.release(p, 'setup failed', rt); // not held: the consumer assigns it again later
           throw err;
         }
         this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
@@ -306,8 +306,10 @@ export class Scheduler {
 
   /**
    * A revoked partition keeps firing from its wheel until its new owner's epoch bump fences it
-   * (its next write is refused and it is released) or `lingerMs` passes; it takes no command and
-   * no longer counts as owned. While stopping, it is released at once.
+   * (its next write is refused and it is released) or `lingerMs` passes, and no longer counts as
+   * owned. No new command comes for it; a batch fetched before the revoke may still be applied,
+   * fenced like any write (the new owner skips what was applied by the offset recorded with it).
+   * While stopping, it is released at once.
    */
   private async onRevoked(partitions: number[]): Promise<void> {
     this.d.metrics.rebalances.inc();
@@ -320,7 +322,8 @@ export class Scheduler {
       }
       rt.lingerUntilMs = Date.now() + lingerMs;
       setTimeout(() => {
-        if (this.runtimes.get(p) === rt && rt.lingerUntilMs > 0) this.release(p, 'revoked');
+        // The latest revoke's timer ends it (an earlier one, of a linger since ended, does not).
+        if (rt.lingerUntilMs > 0 && rt.lingerUntilMs <= Date.now()) this.release(p, 'revoked', rt);
       }, lingerMs).unref();
     }
     this.d.metrics.partitionsOwned.set(this.ownership().length);
@@ -335,9 +338,10 @@ export class Scheduler {
     return rows.length === 1 && Number(rows[0]!.epoch) === rt.epoch && !rt.closed;
   }
 
-  private release(partition: number, why: string): void {
+  /** Lets a partition go; with `only`, only if that runtime is still the partition's (not a newer one). */
+  private release(partition: number, why: string, only?: PartitionRuntime): void {
     const rt = this.runtimes.get(partition);
-    if (!rt) return;
+    if (!rt || (only && rt !== only)) return;
     rt.closed = true;
     this.runtimes.delete(partition);
     this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
@@ -352,7 +356,7 @@ export class Scheduler {
   private onFenced(rt: PartitionRuntime, err: unknown): never {
     if (err instanceof FencedError) {
       this.d.metrics.fencedWrites.inc({ statement: err.statement });
-      this.release(rt.partition, 'fenced');
+      this.release(rt.partition, 'fenced', rt);
     }
     throw err;
   }
@@ -460,7 +464,7 @@ export class Scheduler {
   private handleLoopError(rt: PartitionRuntime, err: unknown, loop: string): void {
     if (err instanceof FencedError) {
       this.d.metrics.fencedWrites.inc({ statement: err.statement });
-      this.release(rt.partition, 'fenced');
+      this.release(rt.partition, 'fenced', rt);
     } else this.d.log.error({ err, partition: rt.partition, loop }, 'maintenance step failed');
   }
 
