@@ -167,6 +167,38 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(later.claimed.map((j) => j.jobId)).toEqual(['held-2']);
   });
 
+  it("a fenced round of an old owner locks none of its rows, so the new owner's round takes them all", async () => {
+    const old = await partitionClaim(db().pool, 9, 'old');
+    const due = Date.now() - 10;
+    const ids = ['handoff-1', 'handoff-2', 'handoff-3'];
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(
+        c,
+        9,
+        old.epoch,
+        ids.map((id) => job(id, due)),
+      ),
+    );
+    const fresh = await partitionClaim(db().pool, 9, 'new');
+    const stale = await db().pool.connect();
+    try {
+      // The old owner, still firing until it learns of the bump: its round claims nothing and,
+      // in flight, must hold no row the new owner asks for.
+      await stale.query('BEGIN');
+      const fenced = await jobClaimDueAcross(stale, [{ partition: 9, epoch: old.epoch }], ids, 60_000);
+      expect(fenced.claimed).toEqual([]);
+      expect([...fenced.current]).toEqual([]);
+      const out = await inTransaction(db().pool, async (c) => {
+        await c.query("SET LOCAL lock_timeout = '2s'");
+        return jobClaimDueAcross(c, [{ partition: 9, epoch: fresh.epoch }], ids, 60_000);
+      });
+      expect(out.claimed.map((j) => j.jobId).sort()).toEqual(ids);
+      await stale.query('COMMIT');
+    } finally {
+      stale.release();
+    }
+  });
+
   it('the lease reaper returns an expired dispatch to SCHEDULED with the attempt counted', async () => {
     const own = await partitionClaim(db().pool, 4, 'a');
     await inTransaction(db().pool, (c) =>

@@ -115,12 +115,17 @@ const claimAcrossCtes = (returning: string) => `owners AS (
   -- holds is being claimed by the reconciler's catch-up (which takes overdue rows while a
   -- backlog of wheel rounds works through them), or changed by a command whose apply updates
   -- the wheel itself; waiting for it cost a 100k burst ~90 µs per row. A skipped job that stays
-  -- SCHEDULED is the reconciler's (the index is not the truth).
+  -- SCHEDULED is the reconciler's (the index is not the truth). Only rows of partitions whose epoch
+  -- is current are locked: a fenced round of an old owner, still firing until it learns of the
+  -- bump, locks nothing, so the new owner's round does not skip the rows it asks for (measured: a
+  -- job skipped that way waited ~3.7 s for the reconciler).
   target AS (
     SELECT j.job_id, j.partition
     FROM (SELECT DISTINCT unnest($3::text[]) AS job_id ORDER BY 1) ids
     CROSS JOIN LATERAL (
-      SELECT job_id, partition, state, due_at FROM job WHERE job_id = ids.job_id OFFSET 0
+      SELECT job_id, partition, state, due_at FROM job
+      WHERE job_id = ids.job_id AND partition = ANY(ARRAY(SELECT partition FROM owners))
+      OFFSET 0
       FOR UPDATE SKIP LOCKED) j
     WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND j.partition IN (SELECT partition FROM owners)),
   -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
