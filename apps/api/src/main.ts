@@ -26,6 +26,7 @@ async function main(): Promise<void> {
     schema: config.schema,
     max: 8,
     applicationName: 'sched-api',
+    onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; it is replaced'),
   });
   const contracts = new Contracts({ registryUrl });
   await contracts.registerAll();

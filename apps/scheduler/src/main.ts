@@ -38,7 +38,17 @@ const metricsPort = Number(env.SCHED_METRICS_PORT ?? 9464);
 
 async function main(): Promise<void> {
   await startupStep(log, 'database migrations', () => migrate(databaseUrl, { schema }));
-  const pool = createPool({ databaseUrl, schema, max: 8, applicationName: 'sched-scheduler' });
+  const onIdleError = (err: Error) => log.warn({ err }, 'an idle Postgres connection failed; it is replaced');
+  const pool = createPool({ databaseUrl, schema, max: 8, applicationName: 'sched-scheduler', onIdleError });
+  // The firing rounds' own connections, one per round slot, kept open (see Claimer).
+  const firePool = createPool({
+    databaseUrl,
+    schema,
+    max: config.claimConcurrency,
+    applicationName: 'sched-scheduler-fire',
+    idleTimeoutMs: 0,
+    onIdleError,
+  });
   const contracts = new Contracts({ registryUrl });
   await startupStep(log, 'schema registry', () => contracts.registerAll());
   const metrics = createSchedulerMetrics(config.ownerId);
@@ -75,6 +85,7 @@ async function main(): Promise<void> {
     names.close();
     server.close();
     await pool.end();
+    await firePool.end();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
@@ -98,6 +109,7 @@ async function main(): Promise<void> {
       const scheduler = new Scheduler({
         config,
         pool,
+        firePool,
         kafka,
         codec: avroSchedulerCodec(contracts),
         names,

@@ -63,6 +63,7 @@ async function main(): Promise<void> {
     schema,
     max: Math.min(32, config.concurrency + 4),
     applicationName: 'sched-worker',
+    onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; it is replaced'),
   });
   const contracts = new Contracts({ registryUrl });
   await startupStep(log, 'schema registry', () => contracts.registerAll());

@@ -12,6 +12,7 @@ export interface DueIndex {
   /** Adds or moves an entry; without `tag` a moved entry keeps its tag and a new one gets 0. */
   upsert(jobId: string, dueMs: number, tag?: number): void;
   remove(jobId: string): boolean;
+  has(jobId: string): boolean;
   /** Earliest due time held, or Infinity when empty (a lower bound is acceptable). */
   nextDueMs(): number;
   /** Entries due at or before nowMs, in due order, at most maxBatch. */

@@ -185,6 +185,11 @@ export class FairReady {
     return out;
   }
 
+  /** The live entry of this job waiting here, if any. */
+  get(jobId: string): DueEntry | undefined {
+    return this.held.get(jobId);
+  }
+
   /**
    * Takes a job's entry out (its job was cancelled, rescheduled or claimed by another path) and
    * returns it, or undefined when none is held.

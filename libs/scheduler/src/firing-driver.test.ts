@@ -27,6 +27,7 @@ function arrayIndex(): DueIndex {
       if (i >= 0) e.splice(i, 1);
       return i >= 0;
     },
+    has: (jobId) => e.some((x) => x.jobId === jobId),
     nextDueMs: () => e[0]?.dueMs ?? Infinity,
     advance(nowMs, max) {
       let n = 0;

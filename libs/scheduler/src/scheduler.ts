@@ -6,16 +6,7 @@ import {
   type KafkaPort,
   type MessageProducer,
 } from '@sched/kafka';
-import {
-  FencedError,
-  jobLoadWindow,
-  leaseReap,
-  homeRegion,
-  inTransaction,
-  NotHomeRegionError,
-  partitionClaim,
-  scheduleLoadWindow,
-} from '@sched/store';
+import { leaseReap, homeRegion, inTransaction, NotHomeRegionError } from '@sched/store';
 import { Claimer } from './claimer.js';
 import { FiringDriver } from './firing-driver.js';
 import { DispatchObserver } from './dispatch-observer.js';
@@ -24,7 +15,8 @@ import type { SchedulerCodec } from './commands.js';
 import type { KnownNames } from './command-validation.js';
 import type { SchedulerConfig } from './config.js';
 import type { DueIndex } from './due-index.js';
-import { PartitionRuntime } from './partition-runtime.js';
+import type { PartitionRuntime } from './partition-runtime.js';
+import { PartitionOwnership } from './partition-ownership.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
 import { FireTags } from './fair-ready.js';
@@ -33,12 +25,12 @@ import { retentionSweep } from './retention-sweep.js';
 
 /** How often a running scheduler reads the home region (`checkHomeRegionOnce`). */
 const HOME_REGION_CHECK_MS = 2_000;
-/** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
-const FIRST_WINDOW_MS = 30_000;
 
 export interface SchedulerDeps {
   config: SchedulerConfig;
   pool: pg.Pool;
+  /** For the wheel's firing rounds only (see `Claimer`); default `pool`. */
+  firePool?: pg.Pool;
   kafka: KafkaPort;
   codec: SchedulerCodec;
   names: KnownNames;
@@ -54,22 +46,18 @@ export interface SchedulerDeps {
  * Every loop has a run-once entry point for tests.
  */
 export class Scheduler {
-  private readonly runtimes = new Map<number, PartitionRuntime>();
+  private readonly owner: PartitionOwnership;
   private consumer: GroupConsumer | null = null;
   private producer: MessageProducer | null = null;
   private applier: CommandApplier | null = null;
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
   private readonly reconciler: Reconciler;
-  /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
-  private assigning = 0;
   private readonly firing: FiringDriver;
   /** One numbering of tenants for every owned partition's index. */
   private readonly fireTags = new FireTags();
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
-  /** How long a revoked partition keeps firing at most (see `onRevoked`). */
-  private lingerMs = 0;
   private observer: DispatchObserver | null = null;
   private onDemoted: ((err: NotHomeRegionError) => void) | undefined;
   /**
@@ -80,12 +68,24 @@ export class Scheduler {
   readonly demoted = new Promise<NotHomeRegionError>((resolve) => (this.onDemoted = resolve));
 
   constructor(private readonly d: SchedulerDeps) {
-    this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs);
+    this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs, d.firePool);
     this.generator = new ScheduleGenerator(d.pool, d.metrics, d.log, {
       misfireThresholdMs: d.config.misfireThresholdMs,
       maxPerPass: 1_000,
       batch: 100,
       crashAfterGenerate: d.config.testCrashAfterGenerate,
+    });
+    this.owner = new PartitionOwnership({
+      config: d.config,
+      pool: d.pool,
+      metrics: d.metrics,
+      log: d.log,
+      newIndex: d.newIndex,
+      fireTags: this.fireTags,
+      arm: (force) => this.firing.arm(force),
+      demote: (err) => this.demote(err),
+      released: () => this.reconciler.forgetBacklogCounts(),
+      stopping: () => this.stopping,
     });
     this.reconciler = new Reconciler({
       pool: d.pool,
@@ -94,14 +94,15 @@ export class Scheduler {
       log: d.log,
       claimer: this.claimer,
       fireTags: this.fireTags,
-      runtimes: () => [...this.runtimes.values()],
-      runtime: (p) => this.runtimes.get(p),
-      release: (rt) => this.release(rt.partition, 'fenced', rt),
-      assigning: () => this.assigning > 0,
+      runtimes: () => this.owner.all(),
+      runtime: (p) => this.owner.get(p),
+      release: (rt) => this.owner.release(rt.partition, 'fenced', rt),
+      assigning: () => this.owner.isAssigning(),
       stopping: () => this.stopping,
     });
     d.metrics.setWheelSizeSource(() =>
-      [...this.runtimes.values()]
+      this.owner
+        .all()
         .filter((r) => !r.closed)
         .map((r) => [r.partition, r.index.size + r.ready.size] as const),
     );
@@ -111,8 +112,8 @@ export class Scheduler {
       generator: this.generator,
       metrics: d.metrics,
       log: d.log,
-      runtimes: () => [...this.runtimes.values()],
-      release: (rt, why) => this.release(rt.partition, why, rt),
+      runtimes: () => this.owner.all(),
+      release: (rt, why) => this.owner.release(rt.partition, why, rt),
       applyGeneration: (rt, fx) => this.applyGeneration(rt, fx),
     });
   }
@@ -120,6 +121,10 @@ export class Scheduler {
   async start(): Promise<void> {
     const c = this.d.config;
     this.producer = await this.d.kafka.producer({ idempotent: true });
+    // An optimisation: a scheduler that could not warm its connections still starts.
+    await this.claimer
+      .warm(c.claimConcurrency)
+      .catch((err: unknown) => this.d.log.warn({ err }, 'firing connections not warmed'));
     this.applier = new CommandApplier({
       pool: this.d.pool,
       codec: this.d.codec,
@@ -143,7 +148,7 @@ export class Scheduler {
       this.d.log,
     );
     // Long enough for the new owner to join and claim; a partition nobody claims stops after it.
-    this.lingerMs = Math.min(sessionMs, 10_000);
+    this.owner.lingerMs = Math.min(sessionMs, 10_000);
     this.consumer = this.d.kafka.groupConsumer(
       {
         groupId: c.groupId,
@@ -156,21 +161,18 @@ export class Scheduler {
         partitionsConsumedConcurrently: c.applyConcurrency,
       },
       {
-        onAssigned: (_topic, partitions) => this.onAssigned(partitions),
-        onRevoked: (_topic, partitions) => this.onRevoked(partitions),
+        onAssigned: (_topic, partitions) => this.owner.onAssigned(partitions),
+        onRevoked: async (_topic, partitions) => this.owner.onRevoked(partitions),
         // A partition given up on a fence is not claimed at the next rebalance, and set up again
         // (fresh epoch, wheel reloaded) if the group gives it back.
-        holds: (_topic, partition) => {
-          const rt = this.runtimes.get(partition);
-          return rt !== undefined && rt.lingerUntilMs === 0;
-        },
+        holds: (_topic, partition) => this.owner.holds(partition),
         onBatch: async (batch) => {
-          const rt = this.runtimes.get(batch.partition);
+          const rt = this.owner.get(batch.partition);
           if (!rt || rt.closed)
             throw new Error(`partition ${batch.partition} is not owned here; batch will be refetched`);
           await rt
             .serial(() => this.applier!.applyBatch(rt, batch.messages))
-            .catch((err: unknown) => this.onFenced(rt, err));
+            .catch((err: unknown) => this.owner.onFenced(rt, err));
           this.firing.arm();
         },
       },
@@ -225,156 +227,14 @@ export class Scheduler {
       { err, home: err.home, region: err.region },
       'another region is home now: letting every partition go',
     );
-    for (const p of [...this.runtimes.keys()]) this.release(p, 'not home region');
+    this.owner.releaseAll('not home region');
     this.onDemoted(err);
     this.onDemoted = undefined;
   }
 
   /** Owned partitions and their epochs (tests, admin). */
   ownership(): { partition: number; epoch: number; wheelSize: number }[] {
-    return [...this.runtimes.values()]
-      .filter((r) => !r.closed && r.lingerUntilMs === 0)
-      .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size + r.ready.size }));
-  }
-
-  // --- ownership -------------------------------------------------------------------------
-
-  private async onAssigned(partitions: number[]): Promise<void> {
-    this.d.metrics.rebalances.inc();
-    this.assigning++;
-    try {
-      await this.setUpAssigned(partitions);
-    } finally {
-      this.assigning--;
-    }
-    this.d.metrics.partitionsOwned.set(this.ownership().length);
-    this.firing.arm(true);
-  }
-
-  /** Claims each assigned partition (epoch bump) and loads its wheel's first window. */
-  private async setUpAssigned(partitions: number[]): Promise<void> {
-    // Every partition's setup runs to its end before this returns; one that failed is not held
-    // (no runtime) and the consumer assigns it again later (`holds`).
-    const results = await Promise.allSettled(
-      partitions.map(async (p) => {
-        const had = this.runtimes.get(p);
-        if (had && had.lingerUntilMs > 0) {
-          // Given back while it lingered: kept if nobody took it meanwhile (its epoch is current).
-          if (await this.epochStillCurrent(had)) {
-            had.lingerUntilMs = 0;
-            return;
-          }
-          this.release(p, 'fenced', had);
-        } else if (had) return; // held already: never two runtimes for one partition
-        const own = await partitionClaim(
-          this.d.pool,
-          p,
-          this.d.config.ownerId,
-          this.d.config.region || undefined,
-        );
-        const rt = new PartitionRuntime(
-          p,
-          own.epoch,
-          own.appliedOffset,
-          this.d.newIndex(),
-          this.d.config.firePriorityWeights,
-        );
-        this.runtimes.set(p, rt);
-        this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
-        this.d.metrics.partitionOwnedSince.set({ partition: String(p) }, Date.now() / 1000);
-        // The next FIRST_WINDOW_MS first, so firing starts as soon as they are in; the rest of the
-        // horizon follows in the background (through the serial lane: applies never interleave).
-        const first = Math.min(FIRST_WINDOW_MS, this.d.config.horizonMs);
-        try {
-          await rt.serial(() => this.loadUntil(rt, Date.now() + first));
-        } catch (err) {
-          this.release(p, 'setup failed', rt); // not held: the consumer assigns it again later
-          throw err;
-        }
-        this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
-        void rt
-          .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
-          .then(() => this.firing.arm(true))
-          .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
-      }),
-    );
-    const refused = results.find((r) => r.status === 'rejected' && r.reason instanceof NotHomeRegionError);
-    if (refused) return this.demote((refused as PromiseRejectedResult).reason as NotHomeRegionError);
-    const failed = results.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
-  }
-
-  /**
-   * A revoked partition keeps firing from its wheel until its new owner's epoch bump fences it
-   * (its next write is refused and it is released) or `lingerMs` passes, and no longer counts as
-   * owned. No new command comes for it; a batch fetched before the revoke may still be applied,
-   * fenced like any write (the new owner skips what was applied by the offset recorded with it).
-   * While stopping, it is released at once.
-   */
-  private async onRevoked(partitions: number[]): Promise<void> {
-    this.d.metrics.rebalances.inc();
-    const lingerMs = this.stopping ? 0 : this.lingerMs;
-    for (const p of partitions) {
-      const rt = this.runtimes.get(p);
-      if (!rt || rt.closed || lingerMs === 0) {
-        this.release(p, 'revoked');
-        continue;
-      }
-      rt.lingerUntilMs = Date.now() + lingerMs;
-      setTimeout(() => {
-        // The latest revoke's timer ends it (an earlier one, of a linger since ended, does not).
-        if (rt.lingerUntilMs > 0 && rt.lingerUntilMs <= Date.now()) this.release(p, 'revoked', rt);
-      }, lingerMs).unref();
-    }
-    this.d.metrics.partitionsOwned.set(this.ownership().length);
-  }
-
-  /** Whether a runtime's epoch is still the partition's (nobody claimed it since). */
-  private async epochStillCurrent(rt: PartitionRuntime): Promise<boolean> {
-    const { rows } = await this.d.pool.query<{ epoch: string }>(
-      'SELECT epoch FROM partition_owner WHERE partition = $1',
-      [rt.partition],
-    );
-    return rows.length === 1 && Number(rows[0]!.epoch) === rt.epoch && !rt.closed;
-  }
-
-  /** Lets a partition go; with `only`, only if that runtime is still the partition's (not a newer one). */
-  private release(partition: number, why: string, only?: PartitionRuntime): void {
-    const rt = this.runtimes.get(partition);
-    if (!rt || (only && rt !== only)) return;
-    rt.closed = true;
-    this.runtimes.delete(partition);
-    this.d.metrics.partitionEpoch.remove({ partition: String(partition) });
-    this.d.metrics.partitionOwnedSince.remove({ partition: String(partition) });
-    this.d.metrics.overdue.remove({ partition: String(partition) });
-    this.d.metrics.overdueOldestAge.remove({ partition: String(partition) });
-    this.reconciler.forgetBacklogCounts();
-    this.d.metrics.partitionsOwned.set(this.ownership().length);
-    this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
-  }
-
-  private onFenced(rt: PartitionRuntime, err: unknown): never {
-    if (err instanceof FencedError) {
-      this.d.metrics.fencedWrites.inc({ statement: err.statement });
-      this.release(rt.partition, 'fenced', rt);
-    }
-    throw err;
-  }
-
-  /** Loads SCHEDULED jobs due before `untilMs` that the index does not hold yet. */
-  private async loadUntil(rt: PartitionRuntime, untilMs: number): Promise<void> {
-    // First load: jobs overdue by more than the grace are left to the rate-limited catch-up drain
-    // (reconcileOnce), so a backlog after an outage does not leave in one self-inflicted burst.
-    const from = rt.loadedUntilMs === 0 ? Date.now() - this.d.config.reconcileGraceMs : rt.loadedUntilMs;
-    for await (const page of jobLoadWindow(this.d.pool, rt.partition, from, untilMs)) {
-      if (rt.closed) return;
-      for (const e of page) rt.index.upsert(e.jobId, e.dueAtMs, this.fireTags.tag(e.tenantId, e.priority));
-    }
-    for (const sch of await scheduleLoadWindow(this.d.pool, rt.partition, untilMs)) {
-      if (rt.closed) return;
-      rt.index.upsert(scheduleEntryId(sch.scheduleId), sch.nextFireAtMs ?? Date.now(), FireTags.FIRST);
-    }
-    rt.loadedUntilMs = untilMs;
+    return this.owner.owned();
   }
 
   // --- maintenance loops (each also callable once) --------------------------------------------
@@ -387,7 +247,7 @@ export class Scheduler {
   /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */
   async reapOnce(): Promise<number> {
     let total = 0;
-    for (const rt of [...this.runtimes.values()]) {
+    for (const rt of this.owner.all()) {
       if (rt.closed) continue;
       try {
         const reaped = await inTransaction(this.d.pool, (client) =>
@@ -406,7 +266,7 @@ export class Scheduler {
         }
         total += reaped.length;
       } catch (err) {
-        this.handleLoopError(rt, err, 'lease_reap');
+        this.owner.handleLoopError(rt, err, 'lease_reap');
       }
     }
     if (total > 0) this.firing.arm(true);
@@ -417,23 +277,25 @@ export class Scheduler {
   async extendHorizonOnce(): Promise<void> {
     const until = Date.now() + this.d.config.horizonMs;
     await Promise.all(
-      [...this.runtimes.values()].map((rt) =>
-        rt
-          .serial(() => this.loadUntil(rt, until))
-          .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon')),
-      ),
+      this.owner
+        .all()
+        .map((rt) =>
+          rt
+            .serial(() => this.owner.loadUntil(rt, until))
+            .catch((err: unknown) => this.owner.handleLoopError(rt, err, 'horizon')),
+        ),
     );
     this.firing.arm(true);
   }
 
   /** Schedule sweep: generates due occurrences the wheel did not (and releases buffered ones). */
   async generateOnce(): Promise<void> {
-    for (const rt of [...this.runtimes.values()]) {
+    for (const rt of this.owner.all()) {
       if (rt.closed) continue;
       try {
         this.applyGeneration(rt, await this.generator.runOnce(rt, null));
       } catch (err) {
-        this.handleLoopError(rt, err, 'schedule_generate');
+        this.owner.handleLoopError(rt, err, 'schedule_generate');
       }
     }
     this.firing.arm();
@@ -459,13 +321,6 @@ export class Scheduler {
   /** Retention: old outbox rows, command ids and finished jobs (see retentionSweep). */
   async pruneOnce(): Promise<void> {
     await retentionSweep({ ...this.d, stopping: () => this.stopping });
-  }
-
-  private handleLoopError(rt: PartitionRuntime, err: unknown, loop: string): void {
-    if (err instanceof FencedError) {
-      this.d.metrics.fencedWrites.inc({ statement: err.statement });
-      this.release(rt.partition, 'fenced', rt);
-    } else this.d.log.error({ err, partition: rt.partition, loop }, 'maintenance step failed');
   }
 
   /**

@@ -17,6 +17,9 @@ export function wheelIndexFactory(
       remove(jobId) {
         return wheel.cancelById(jobId);
       },
+      has(jobId) {
+        return wheel.has(jobId);
+      },
       nextDueMs() {
         return wheel.nextDueMs() ?? Infinity;
       },

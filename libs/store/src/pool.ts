@@ -10,13 +10,21 @@ export interface PoolOptions {
   schema?: string;
   max?: number;
   applicationName?: string;
+  /** How long an idle connection stays open, ms (default 30,000; 0: until the pool ends). */
+  idleTimeoutMs?: number;
+  /**
+   * An idle connection failed (Postgres restarted, the network dropped it): the pool has already
+   * discarded it and opens a new one when next asked. Without a handler pg makes this an uncaught
+   * error that ends the process.
+   */
+  onIdleError?: (err: Error) => void;
 }
 
 /** A pg pool whose connections resolve unqualified table names in `schema`. */
 export function createPool(options: PoolOptions): pg.Pool {
   const schema = options.schema ?? 'public';
   assertSchemaName(schema);
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: options.databaseUrl,
     max: options.max ?? 8,
     // No JIT: our statements are short and their plans cached, and the claim's Dispatch record
@@ -24,8 +32,14 @@ export function createPool(options: PoolOptions): pg.Pool {
     // estimated cost passed jit_above_cost.
     options: `-c search_path=${schema} -c jit=off`,
     application_name: options.applicationName ?? 'sched',
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+    // TCP keepalive: a connection a firewall or NAT dropped while idle fails when probed, not on
+    // the next query (which would otherwise wait for retransmits to give up).
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
   });
+  if (options.onIdleError) pool.on('error', options.onIdleError);
+  return pool;
 }
 
 /** Runs `work` in one transaction on one pooled connection. */

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import type { Logger } from '@sched/logging';
+import { NotHomeRegionError, type PartitionOwnership as ClaimedOwnership } from '@sched/store';
+import { schedulerConfig } from './config.js';
+import { FireTags } from './fair-ready.js';
+import { PartitionOwnership, type WindowEntry } from './partition-ownership.js';
+import { createSchedulerMetrics } from './scheduler-metrics.js';
+import { wheelIndexFactory } from './wheel-index.js';
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined } as unknown as Logger;
+
+/**
+ * An ownership whose store calls are scripted: `rows()` is the table at the time of a read (a read
+ * returns the rows due in its range), every call is written to `calls` in order and every read's
+ * range to `ranges`.
+ */
+function scripted(rows: () => WindowEntry[], opts: { refuse?: boolean; secondRead?: Promise<void> } = {}) {
+  const calls: string[] = [];
+  const ranges: [number, number][] = [];
+  const demoted: NotHomeRegionError[] = [];
+  let epoch = 0;
+  let onClaim: (() => void) | undefined;
+  const owner: PartitionOwnership = new PartitionOwnership({
+    config: schedulerConfig({ ownerId: 'o1', commandsTopic: 't' }),
+    pool: {} as pg.Pool,
+    metrics: createSchedulerMetrics('test'),
+    log: quiet,
+    newIndex: wheelIndexFactory(),
+    fireTags: new FireTags(),
+    arm: () => calls.push(`arm:${owner.get(0)?.index.size ?? 'none'}`),
+    demote: (err) => demoted.push(err),
+    released: () => undefined,
+    stopping: () => false,
+    claim: async (partition) => {
+      calls.push('claim');
+      if (opts.refuse) throw new NotHomeRegionError('eu', 'us');
+      onClaim?.();
+      return { partition, ownerId: 'o1', epoch: ++epoch, appliedOffset: -1 } as ClaimedOwnership;
+    },
+    loadWindow: async function* (_p, fromMs, untilMs) {
+      calls.push('load');
+      ranges.push([fromMs, untilMs]);
+      if (calls.filter((c) => c === 'load').length === 2) await opts.secondRead;
+      await Promise.resolve();
+      yield rows().filter((e) => e.dueMs >= fromMs && e.dueMs < untilMs);
+    },
+  });
+  return { owner, calls, ranges, demoted, setOnClaim: (f: () => void) => (onClaim = f) };
+}
+
+describe('PartitionOwnership setup', () => {
+  it('reads the first window before the epoch bump and fires from it right after the bump', async () => {
+    const now = Date.now();
+    let table: WindowEntry[] = [
+      { id: 'a', dueMs: now + 1_000, tag: 0 },
+      { id: 'b', dueMs: now + 2_000, tag: 0 },
+    ];
+    const s = scripted(() => table);
+    // Between the first read and the bump the old owner applies a create, fires `a` and moves `b`.
+    s.setOnClaim(() => {
+      table = [
+        { id: 'b', dueMs: now + 20_000, tag: 0 },
+        { id: 'c', dueMs: now + 3_000, tag: 0 },
+      ];
+    });
+    await s.owner.onAssigned([0]);
+    // load (first window) → claim → armed with the two entries read before it → load again → …
+    expect(s.calls.slice(0, 4)).toEqual(['load', 'claim', 'arm:2', 'load']);
+    // Both reads cover the same first window; the rest of the horizon is read from its end on.
+    const [first, second, rest] = s.ranges;
+    expect(second).toEqual(first);
+    expect(rest![0]).toBe(first![1]);
+    const rt = s.owner.get(0)!;
+    // `c` came in with the second read; `a` is stale (a claim miss, never a second dispatch).
+    expect(['a', 'b', 'c'].map((id) => rt.index.has(id))).toEqual([true, true, true]);
+    expect(s.owner.owned()).toEqual([{ partition: 0, epoch: 1, wheelSize: 3 }]);
+    // `b` waits for its new time: by now + 5 s only `a` and `c` are due.
+    expect(rt.index.advance(now + 5_000, 10).map((e) => e.jobId)).toEqual(['a', 'c']);
+  });
+
+  it('leaves an entry a firing round already took out where it is, unless it moved meanwhile', async () => {
+    const now = Date.now();
+    let letRead = (): void => undefined;
+    const secondRead = new Promise<void>((r) => (letRead = r));
+    let table: WindowEntry[] = [
+      { id: 'a', dueMs: now - 10, tag: 0 },
+      { id: 'b', dueMs: now - 5, tag: 0 },
+    ];
+    const s = scripted(() => table, { secondRead });
+    const assigned = s.owner.onAssigned([0]);
+    await new Promise((r) => setImmediate(r));
+    // The round that the arm after the bump starts takes both into the ready set before the
+    // second read; meanwhile `b` was rescheduled (by a batch the old owner applied).
+    const rt = s.owner.get(0)!;
+    expect(s.calls).toEqual(['load', 'claim', 'arm:2', 'load']);
+    for (const e of rt.index.advance(now, 10)) rt.ready.push(e);
+    table = [
+      { id: 'a', dueMs: now - 10, tag: 0 },
+      { id: 'b', dueMs: now + 10_000, tag: 0 },
+    ];
+    letRead();
+    await assigned;
+    expect([rt.ready.get('a') !== undefined, rt.index.has('a')]).toEqual([true, false]);
+    expect([rt.ready.get('b') !== undefined, rt.index.has('b')]).toEqual([false, true]);
+    expect(rt.index.advance(now + 9_000, 10)).toEqual([]);
+  });
+
+  it('lets go and demotes when the claim is refused because another region is home', async () => {
+    const s = scripted(() => [], { refuse: true });
+    await s.owner.onAssigned([0, 1]);
+    expect(s.owner.owned()).toEqual([]);
+    expect(s.demoted).toHaveLength(1);
+    expect(s.demoted[0]!.home).toBe('us');
+  });
+});

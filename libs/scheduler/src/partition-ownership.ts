@@ -1,0 +1,278 @@
+import type pg from 'pg';
+import type { Logger } from '@sched/logging';
+import {
+  FencedError,
+  jobLoadWindow,
+  NotHomeRegionError,
+  partitionClaim,
+  scheduleLoadWindow,
+  type PartitionOwnership as ClaimedOwnership,
+} from '@sched/store';
+import type { SchedulerConfig } from './config.js';
+import type { DueIndex } from './due-index.js';
+import { FireTags } from './fair-ready.js';
+import { PartitionRuntime } from './partition-runtime.js';
+import type { SchedulerMetrics } from './scheduler-metrics.js';
+import { scheduleEntryId } from './schedule-generator.js';
+
+/** On a new assignment, the window loaded before firing starts; the rest of the horizon follows. */
+export const FIRST_WINDOW_MS = 30_000;
+
+/** One row of the index window: a job or schedule entry as the store returns it. */
+export interface WindowEntry {
+  id: string;
+  dueMs: number;
+  tag: number;
+}
+
+export interface OwnershipDeps {
+  config: Pick<
+    SchedulerConfig,
+    'ownerId' | 'region' | 'horizonMs' | 'reconcileGraceMs' | 'firePriorityWeights'
+  >;
+  pool: pg.Pool;
+  metrics: SchedulerMetrics;
+  log: Logger;
+  newIndex: () => DueIndex;
+  fireTags: FireTags;
+  /** Wakes the firing driver (`force`: recompute its sleep even if one is armed). */
+  arm(force: boolean): void;
+  /** A claim was refused because another region is home: the scheduler lets everything go. */
+  demote(err: NotHomeRegionError): void;
+  /** Called after a partition is let go of (cached per-partition figures are stale). */
+  released(): void;
+  stopping(): boolean;
+  /** The store calls; tests replace them to check the order of a setup. */
+  claim?: (partition: number) => Promise<ClaimedOwnership>;
+  loadWindow?: (partition: number, fromMs: number, untilMs: number) => AsyncIterable<WindowEntry[]>;
+}
+
+/**
+ * The partitions this scheduler process owns: one `PartitionRuntime` per partition the command
+ * topic's group assigned to it, each under its own fencing epoch.
+ *
+ * Setting a partition up reads its first window of due jobs into a fresh index **before** the
+ * epoch bump, while the old owner (lingering, see `onRevoked`) still fires from its own wheel; the
+ * bump then fences the old owner and this one fires at once, so the jobs due during a handoff wait
+ * for one claim statement, not for a wheel load. The same window is read again after the bump for
+ * what changed in between (a command batch the old owner applied, a lease it reaped, a job or
+ * schedule it moved): new entries are added and moved ones put at their new time. An entry the old
+ * owner fired in between stays, and is a claim miss (`gone`) when due, never a second dispatch: the
+ * claim checks state, due time and epoch in the database. So is the twin the second read adds of an
+ * entry that a firing round of this owner has in flight (in neither the index nor the ready set).
+ */
+export class PartitionOwnership {
+  private readonly runtimes = new Map<number, PartitionRuntime>();
+  /** Assignments being set up (claims and first wheel loads under way): catch-up waits for them. */
+  private assigning = 0;
+  /** How long a revoked partition keeps firing at most (see `onRevoked`); set once the session is known. */
+  lingerMs = 0;
+
+  constructor(private readonly d: OwnershipDeps) {}
+
+  /** Every runtime held, lingering ones included. */
+  all(): PartitionRuntime[] {
+    return [...this.runtimes.values()];
+  }
+
+  get(partition: number): PartitionRuntime | undefined {
+    return this.runtimes.get(partition);
+  }
+
+  isAssigning(): boolean {
+    return this.assigning > 0;
+  }
+
+  /** Whether this process holds the partition as its owner (not lingering after a revoke). */
+  holds(partition: number): boolean {
+    const rt = this.runtimes.get(partition);
+    return rt !== undefined && rt.lingerUntilMs === 0;
+  }
+
+  /** Owned partitions and their epochs (tests, admin). */
+  owned(): { partition: number; epoch: number; wheelSize: number }[] {
+    return this.all()
+      .filter((r) => !r.closed && r.lingerUntilMs === 0)
+      .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size + r.ready.size }));
+  }
+
+  async onAssigned(partitions: number[]): Promise<void> {
+    this.d.metrics.rebalances.inc();
+    this.assigning++;
+    try {
+      await this.setUpAssigned(partitions);
+    } finally {
+      this.assigning--;
+    }
+    this.d.metrics.partitionsOwned.set(this.owned().length);
+    this.d.arm(true);
+  }
+
+  /** Sets each assigned partition up (see the class doc); every setup runs to its end first. */
+  private async setUpAssigned(partitions: number[]): Promise<void> {
+    // One that failed is not held (no runtime) and the consumer assigns it again later (`holds`).
+    const results = await Promise.allSettled(partitions.map((p) => this.setUp(p)));
+    const refused = results.find((r) => r.status === 'rejected' && r.reason instanceof NotHomeRegionError);
+    if (refused) return this.d.demote((refused as PromiseRejectedResult).reason as NotHomeRegionError);
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private async setUp(p: number): Promise<void> {
+    const had = this.runtimes.get(p);
+    if (had && had.lingerUntilMs > 0) {
+      // Given back while it lingered: kept if nobody took it meanwhile (its epoch is current).
+      if (await this.epochStillCurrent(had)) {
+        had.lingerUntilMs = 0;
+        return;
+      }
+      this.release(p, 'fenced', had);
+    } else if (had) return; // held already: never two runtimes for one partition
+    // The first window, read before the bump (the old owner keeps firing meanwhile).
+    const fromMs = Date.now() - this.d.config.reconcileGraceMs;
+    const untilMs = Date.now() + Math.min(FIRST_WINDOW_MS, this.d.config.horizonMs);
+    const index = this.d.newIndex();
+    for await (const page of this.loadWindow(p, fromMs, untilMs))
+      for (const e of page) index.upsert(e.id, e.dueMs, e.tag);
+    const own = await (this.d.claim ?? this.claimInStore)(p);
+    const rt = new PartitionRuntime(
+      p,
+      own.epoch,
+      own.appliedOffset,
+      index,
+      this.d.config.firePriorityWeights,
+    );
+    rt.loadedUntilMs = untilMs;
+    this.runtimes.set(p, rt);
+    this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
+    this.d.metrics.partitionOwnedSince.set({ partition: String(p) }, Date.now() / 1000);
+    this.d.arm(true); // fires from the window read before the bump
+    try {
+      // What changed between that read and the bump; through the serial lane, as every load.
+      await rt.serial(async () => {
+        for await (const page of this.loadWindow(p, fromMs, untilMs)) {
+          if (rt.closed) return;
+          for (const e of page) {
+            const ready = rt.ready.get(e.id);
+            // Moved meanwhile (a reschedule, a retry): at its time now, wherever it waits. An
+            // entry a firing round already took into the ready set stays there, not twinned.
+            if (ready === undefined) rt.index.upsert(e.id, e.dueMs, e.tag);
+            else if (ready.dueMs !== e.dueMs) rt.place(e.id, e.dueMs, e.tag);
+          }
+        }
+      });
+    } catch (err) {
+      this.release(p, 'setup failed', rt); // not held: the consumer assigns it again later
+      throw err;
+    }
+    this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
+    // The rest of the horizon in the background (through the serial lane: applies never interleave).
+    void rt
+      .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
+      .then(() => this.d.arm(true))
+      .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
+  }
+
+  private readonly claimInStore = (p: number): Promise<ClaimedOwnership> =>
+    partitionClaim(this.d.pool, p, this.d.config.ownerId, this.d.config.region || undefined);
+
+  /**
+   * A revoked partition keeps firing from its wheel until its new owner's epoch bump fences it
+   * (its next write is refused and it is released) or `lingerMs` passes, and no longer counts as
+   * owned. No new command comes for it; a batch fetched before the revoke may still be applied,
+   * fenced like any write (the new owner skips what was applied by the offset recorded with it).
+   * While stopping, it is released at once.
+   */
+  onRevoked(partitions: number[]): void {
+    this.d.metrics.rebalances.inc();
+    const lingerMs = this.d.stopping() ? 0 : this.lingerMs;
+    for (const p of partitions) {
+      const rt = this.runtimes.get(p);
+      if (!rt || rt.closed || lingerMs === 0) {
+        this.release(p, 'revoked');
+        continue;
+      }
+      rt.lingerUntilMs = Date.now() + lingerMs;
+      setTimeout(() => {
+        // The latest revoke's timer ends it (an earlier one, of a linger since ended, does not).
+        if (rt.lingerUntilMs > 0 && rt.lingerUntilMs <= Date.now()) this.release(p, 'revoked', rt);
+      }, lingerMs).unref();
+    }
+    this.d.metrics.partitionsOwned.set(this.owned().length);
+  }
+
+  /** Whether a runtime's epoch is still the partition's (nobody claimed it since). */
+  private async epochStillCurrent(rt: PartitionRuntime): Promise<boolean> {
+    const { rows } = await this.d.pool.query<{ epoch: string }>(
+      'SELECT epoch FROM partition_owner WHERE partition = $1',
+      [rt.partition],
+    );
+    return rows.length === 1 && Number(rows[0]!.epoch) === rt.epoch && !rt.closed;
+  }
+
+  /** Lets a partition go; with `only`, only if that runtime is still the partition's (not a newer one). */
+  release(partition: number, why: string, only?: PartitionRuntime): void {
+    const rt = this.runtimes.get(partition);
+    if (!rt || (only && rt !== only)) return;
+    rt.closed = true;
+    this.runtimes.delete(partition);
+    const label = { partition: String(partition) };
+    this.d.metrics.partitionEpoch.remove(label);
+    this.d.metrics.partitionOwnedSince.remove(label);
+    this.d.metrics.overdue.remove(label);
+    this.d.metrics.overdueOldestAge.remove(label);
+    this.d.released();
+    this.d.metrics.partitionsOwned.set(this.owned().length);
+    this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');
+  }
+
+  /** Lets every partition go (another region is home). */
+  releaseAll(why: string): void {
+    for (const p of [...this.runtimes.keys()]) this.release(p, why);
+  }
+
+  /** A write of this runtime failed: on a fence it is let go of; the error goes on either way. */
+  onFenced(rt: PartitionRuntime, err: unknown): never {
+    if (err instanceof FencedError) {
+      this.d.metrics.fencedWrites.inc({ statement: err.statement });
+      this.release(rt.partition, 'fenced', rt);
+    }
+    throw err;
+  }
+
+  /** A maintenance step of this runtime failed: let go of on a fence, logged otherwise. */
+  handleLoopError(rt: PartitionRuntime, err: unknown, loop: string): void {
+    if (err instanceof FencedError) {
+      this.d.metrics.fencedWrites.inc({ statement: err.statement });
+      this.release(rt.partition, 'fenced', rt);
+    } else this.d.log.error({ err, partition: rt.partition, loop }, 'maintenance step failed');
+  }
+
+  /** Loads SCHEDULED jobs due before `untilMs` that the index does not hold yet. */
+  async loadUntil(rt: PartitionRuntime, untilMs: number): Promise<void> {
+    // First load: jobs overdue by more than the grace are left to the rate-limited catch-up drain
+    // (the reconciler), so a backlog after an outage does not leave in one self-inflicted burst.
+    const from = rt.loadedUntilMs === 0 ? Date.now() - this.d.config.reconcileGraceMs : rt.loadedUntilMs;
+    for await (const page of this.loadWindow(rt.partition, from, untilMs)) {
+      if (rt.closed) return;
+      for (const e of page) rt.index.upsert(e.id, e.dueMs, e.tag);
+    }
+    rt.loadedUntilMs = untilMs;
+  }
+
+  /**
+   * The SCHEDULED jobs due in [fromMs, untilMs), in pages (a horizon can hold millions), then the
+   * schedules firing before untilMs.
+   */
+  private async *loadWindow(p: number, fromMs: number, untilMs: number): AsyncIterable<WindowEntry[]> {
+    if (this.d.loadWindow) return yield* this.d.loadWindow(p, fromMs, untilMs);
+    const tags = this.d.fireTags;
+    for await (const page of jobLoadWindow(this.d.pool, p, fromMs, untilMs))
+      yield page.map((e) => ({ id: e.jobId, dueMs: e.dueAtMs, tag: tags.tag(e.tenantId, e.priority) }));
+    yield (await scheduleLoadWindow(this.d.pool, p, untilMs)).map((sch) => ({
+      id: scheduleEntryId(sch.scheduleId),
+      dueMs: sch.nextFireAtMs ?? Date.now(),
+      tag: FireTags.FIRST,
+    }));
+  }
+}
