@@ -15,7 +15,11 @@ const quiet = { info: () => undefined, warn: () => undefined, error: () => undef
  * returns the rows due in its range), every call is written to `calls` in order and every read's
  * range to `ranges`.
  */
-function scripted(rows: () => WindowEntry[], opts: { refuse?: boolean; secondRead?: Promise<void> } = {}) {
+function scripted(
+  rows: () => WindowEntry[],
+  opts: { refuse?: boolean; secondRead?: Promise<void>; epochInStore?: () => number } = {},
+) {
+  const metrics = createSchedulerMetrics('test');
   const calls: string[] = [];
   const ranges: [number, number][] = [];
   const demoted: NotHomeRegionError[] = [];
@@ -24,7 +28,7 @@ function scripted(rows: () => WindowEntry[], opts: { refuse?: boolean; secondRea
   const owner: PartitionOwnership = new PartitionOwnership({
     config: schedulerConfig({ ownerId: 'o1', commandsTopic: 't' }),
     pool: {} as pg.Pool,
-    metrics: createSchedulerMetrics('test'),
+    metrics,
     log: quiet,
     newIndex: wheelIndexFactory(),
     fireTags: new FireTags(),
@@ -38,6 +42,7 @@ function scripted(rows: () => WindowEntry[], opts: { refuse?: boolean; secondRea
       onClaim?.();
       return { partition, ownerId: 'o1', epoch: ++epoch, appliedOffset: -1 } as ClaimedOwnership;
     },
+    currentEpoch: async () => Promise.resolve(opts.epochInStore?.() ?? epoch),
     loadWindow: async function* (_p, fromMs, untilMs) {
       calls.push('load');
       ranges.push([fromMs, untilMs]);
@@ -46,7 +51,12 @@ function scripted(rows: () => WindowEntry[], opts: { refuse?: boolean; secondRea
       yield rows().filter((e) => e.dueMs >= fromMs && e.dueMs < untilMs);
     },
   });
-  return { owner, calls, ranges, demoted, setOnClaim: (f: () => void) => (onClaim = f) };
+  /** The owner gauges this process reports: partition → epoch. */
+  const epochGauge = async () => {
+    const { values } = await metrics.partitionEpoch.get();
+    return Object.fromEntries(values.map((v) => [v.labels.partition, v.value]));
+  };
+  return { owner, calls, ranges, demoted, epochGauge, setOnClaim: (f: () => void) => (onClaim = f) };
 }
 
 describe('PartitionOwnership setup', () => {
@@ -112,5 +122,30 @@ describe('PartitionOwnership setup', () => {
     expect(s.owner.owned()).toEqual([]);
     expect(s.demoted).toHaveLength(1);
     expect(s.demoted[0]!.home).toBe('us');
+  });
+
+  it('a revoked partition leaves the gauges to its new owner, and gets them back if kept', async () => {
+    let inStore = 1;
+    const s = scripted(() => [], { epochInStore: () => inStore });
+    s.owner.lingerMs = 60_000;
+    await s.owner.onAssigned([0, 1]);
+    expect(await s.epochGauge()).toEqual({ '0': 1, '1': 2 });
+    s.owner.onRevoked([0, 1]);
+    // Lingering (still firing until fenced), not owned, not reported.
+    expect(s.owner.owned()).toEqual([]);
+    expect(s.owner.all()).toHaveLength(2);
+    expect(await s.epochGauge()).toEqual({});
+    // Given back: partition 0's epoch is still current in the store (kept as it was, no claim);
+    // partition 1 was claimed by someone else meanwhile (set up afresh, new epoch).
+    const claims = () => s.calls.filter((c) => c === 'claim').length;
+    const before = claims();
+    inStore = 1;
+    await s.owner.onAssigned([0]);
+    expect(claims()).toBe(before);
+    expect(await s.epochGauge()).toEqual({ '0': 1 });
+    inStore = 99;
+    await s.owner.onAssigned([1]);
+    expect(claims()).toBe(before + 1);
+    expect(await s.epochGauge()).toEqual({ '0': 1, '1': 3 });
   });
 });

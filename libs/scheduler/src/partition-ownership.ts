@@ -45,6 +45,7 @@ export interface OwnershipDeps {
   /** The store calls; tests replace them to check the order of a setup. */
   claim?: (partition: number) => Promise<ClaimedOwnership>;
   loadWindow?: (partition: number, fromMs: number, untilMs: number) => AsyncIterable<WindowEntry[]>;
+  currentEpoch?: (partition: number) => Promise<number | undefined>;
 }
 
 /**
@@ -124,6 +125,7 @@ export class PartitionOwnership {
       // Given back while it lingered: kept if nobody took it meanwhile (its epoch is current).
       if (await this.epochStillCurrent(had)) {
         had.lingerUntilMs = 0;
+        this.setOwnerGauges(had);
         return;
       }
       this.release(p, 'fenced', had);
@@ -144,8 +146,7 @@ export class PartitionOwnership {
     );
     rt.loadedUntilMs = untilMs;
     this.runtimes.set(p, rt);
-    this.d.metrics.partitionEpoch.set({ partition: String(p) }, own.epoch);
-    this.d.metrics.partitionOwnedSince.set({ partition: String(p) }, Date.now() / 1000);
+    this.setOwnerGauges(rt);
     this.d.arm(true); // fires from the window read before the bump
     try {
       // What changed between that read and the bump; through the serial lane, as every load.
@@ -193,6 +194,8 @@ export class PartitionOwnership {
         continue;
       }
       rt.lingerUntilMs = Date.now() + lingerMs;
+      // Its new owner reports it from now on: a partition is in one process's gauges at a time.
+      this.dropOwnerGauges(p);
       setTimeout(() => {
         // The latest revoke's timer ends it (an earlier one, of a linger since ended, does not).
         if (rt.lingerUntilMs > 0 && rt.lingerUntilMs <= Date.now()) this.release(p, 'revoked', rt);
@@ -203,11 +206,31 @@ export class PartitionOwnership {
 
   /** Whether a runtime's epoch is still the partition's (nobody claimed it since). */
   private async epochStillCurrent(rt: PartitionRuntime): Promise<boolean> {
+    const epoch = await (this.d.currentEpoch ?? this.epochInStore)(rt.partition);
+    return epoch === rt.epoch && !rt.closed;
+  }
+
+  private readonly epochInStore = async (p: number): Promise<number | undefined> => {
     const { rows } = await this.d.pool.query<{ epoch: string }>(
       'SELECT epoch FROM partition_owner WHERE partition = $1',
-      [rt.partition],
+      [p],
     );
-    return rows.length === 1 && Number(rows[0]!.epoch) === rt.epoch && !rt.closed;
+    return rows.length === 1 ? Number(rows[0]!.epoch) : undefined;
+  };
+
+  private setOwnerGauges(rt: PartitionRuntime): void {
+    const label = { partition: String(rt.partition) };
+    this.d.metrics.partitionEpoch.set(label, rt.epoch);
+    this.d.metrics.partitionOwnedSince.set(label, rt.ownedSinceMs / 1000);
+  }
+
+  /** Removes a partition's per-owner gauges (epoch, tenure, overdue backlog). */
+  private dropOwnerGauges(partition: number): void {
+    const label = { partition: String(partition) };
+    this.d.metrics.partitionEpoch.remove(label);
+    this.d.metrics.partitionOwnedSince.remove(label);
+    this.d.metrics.overdue.remove(label);
+    this.d.metrics.overdueOldestAge.remove(label);
   }
 
   /** Lets a partition go; with `only`, only if that runtime is still the partition's (not a newer one). */
@@ -216,11 +239,7 @@ export class PartitionOwnership {
     if (!rt || (only && rt !== only)) return;
     rt.closed = true;
     this.runtimes.delete(partition);
-    const label = { partition: String(partition) };
-    this.d.metrics.partitionEpoch.remove(label);
-    this.d.metrics.partitionOwnedSince.remove(label);
-    this.d.metrics.overdue.remove(label);
-    this.d.metrics.overdueOldestAge.remove(label);
+    this.dropOwnerGauges(partition);
     this.d.released();
     this.d.metrics.partitionsOwned.set(this.owned().length);
     this.d.log.info({ partition, epoch: rt.epoch, why }, 'partition released');

@@ -17,6 +17,8 @@ export class PartitionRuntime {
    */
   lingerUntilMs = 0;
   loadedUntilMs = 0;
+  /** When this process took the partition under `epoch` (ms). */
+  ownedSinceMs = Date.now();
   /** Entries taken out of `index` as due and not claimed yet, served fairly (see FairReady). */
   readonly ready: FairReady;
   private lane: Promise<unknown> = Promise.resolve();

@@ -101,9 +101,10 @@ export class Reconciler {
     try {
       total = await this.drain.pass(drain);
       const counts = await counting;
-      // Only partitions still owned: a gauge of one released during the pass or the count stays removed.
+      // Only partitions still owned: a gauge of one released or revoked (lingering: its new owner
+      // reports it) during the pass or the count stays removed.
       const partitions = rts
-        .filter((r) => this.d.runtime(r.partition) === r && !r.closed)
+        .filter((r) => this.d.runtime(r.partition) === r && !r.closed && r.lingerUntilMs === 0)
         .map((r) => r.partition);
       const anyOverdue = setOverdueGauges(this.d.metrics, counts, partitions);
       this.backlogCounts.tenants.count(partitions, !anyOverdue);
