@@ -37,6 +37,17 @@ describe('scheduler semantics on the real stack', () => {
     expect(new Set(mine.map((d) => d.record.jobId)).size).toBe(n);
   });
 
+  it('firing rounds have their own connections, open and warmed from the start (the claim already run)', async () => {
+    const { rows } = await s.db.pool.query<{ query: string }>(
+      `SELECT query FROM pg_stat_activity
+       WHERE application_name = 'sched-scheduler-fire' AND datname = current_database()
+         AND query LIKE '%owners AS%'`,
+    );
+    // One per round slot (SCHED_CLAIM_CONCURRENCY, default 2) of this scenario's scheduler at
+    // least; other suites' schedulers may run beside it.
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+  });
+
   it('sched_wheel_size follows creates and cancels before any job fires (read at scrape)', async () => {
     const before = await sched.metric('sched_wheel_size');
     const due = Date.now() + 5 * 60_000;

@@ -87,13 +87,13 @@ export class PartitionOwnership {
   /** Whether this process holds the partition as its owner (not lingering after a revoke). */
   holds(partition: number): boolean {
     const rt = this.runtimes.get(partition);
-    return rt !== undefined && rt.lingerUntilMs === 0;
+    return rt?.owning === true;
   }
 
   /** Owned partitions and their epochs (tests, admin). */
   owned(): { partition: number; epoch: number; wheelSize: number }[] {
     return this.all()
-      .filter((r) => !r.closed && r.lingerUntilMs === 0)
+      .filter((r) => r.owning)
       .map((r) => ({ partition: r.partition, epoch: r.epoch, wheelSize: r.index.size + r.ready.size }));
   }
 

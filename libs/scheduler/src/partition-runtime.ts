@@ -19,6 +19,11 @@ export class PartitionRuntime {
   loadedUntilMs = 0;
   /** When this process took the partition under `epoch` (ms). */
   ownedSinceMs = Date.now();
+
+  /** Held as this partition's owner: neither let go of nor revoked (lingering). */
+  get owning(): boolean {
+    return !this.closed && this.lingerUntilMs === 0;
+  }
   /** Entries taken out of `index` as due and not claimed yet, served fairly (see FairReady). */
   readonly ready: FairReady;
   private lane: Promise<unknown> = Promise.resolve();

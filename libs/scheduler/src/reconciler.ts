@@ -104,7 +104,7 @@ export class Reconciler {
       // Only partitions still owned: a gauge of one released or revoked (lingering: its new owner
       // reports it) during the pass or the count stays removed.
       const partitions = rts
-        .filter((r) => this.d.runtime(r.partition) === r && !r.closed && r.lingerUntilMs === 0)
+        .filter((r) => this.d.runtime(r.partition) === r && r.owning)
         .map((r) => r.partition);
       const anyOverdue = setOverdueGauges(this.d.metrics, counts, partitions);
       this.backlogCounts.tenants.count(partitions, !anyOverdue);

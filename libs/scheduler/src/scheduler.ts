@@ -103,7 +103,7 @@ export class Scheduler {
     d.metrics.setWheelSizeSource(() =>
       this.owner
         .all()
-        .filter((r) => !r.closed && r.lingerUntilMs === 0) // a revoked one is its new owner's to report
+        .filter((r) => r.owning) // a revoked one is its new owner's to report
         .map((r) => [r.partition, r.index.size + r.ready.size] as const),
     );
     this.firing = new FiringDriver({
