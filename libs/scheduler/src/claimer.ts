@@ -139,6 +139,8 @@ export class Claimer {
    */
   async claimRound(groups: ClaimGroup[], source: 'wheel' | 'reconcile' = 'wheel'): Promise<RoundOutcome> {
     const t0 = performance.now();
+    // As the round starts: its entries came from the first window read when a partition settled.
+    const settling = new Set(groups.filter((g) => g.rt.settling).map((g) => g.rt.partition));
     const client = await (source === 'wheel' ? this.firePool : this.pool).connect();
     const tWork = performance.now();
     let result: Awaited<ReturnType<typeof jobClaimDueDispatch>>;
@@ -171,8 +173,10 @@ export class Claimer {
         const missed = g.entries.length - out.claimed.length;
         if (out.notYetDue.length > 0)
           this.metrics.claimMisses.inc({ reason: 'not_yet_due' }, out.notYetDue.length);
-        if (missed > out.notYetDue.length)
-          this.metrics.claimMisses.inc({ reason: 'gone' }, missed - out.notYetDue.length);
+        if (missed > out.notYetDue.length) {
+          const reason = settling.has(g.rt.partition) ? 'handoff' : 'gone';
+          this.metrics.claimMisses.inc({ reason }, missed - out.notYetDue.length);
+        }
       }
     }
     this.observe(claimed, source);

@@ -13,6 +13,8 @@ export interface DueIndex {
   upsert(jobId: string, dueMs: number, tag?: number): void;
   remove(jobId: string): boolean;
   has(jobId: string): boolean;
+  /** The due time of a held entry, or undefined when it holds none. */
+  dueMsOf(jobId: string): number | undefined;
   /** Earliest due time held, or Infinity when empty (a lower bound is acceptable). */
   nextDueMs(): number;
   /** Entries due at or before nowMs, in due order, at most maxBatch. */

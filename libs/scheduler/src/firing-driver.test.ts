@@ -28,6 +28,7 @@ function arrayIndex(): DueIndex {
       return i >= 0;
     },
     has: (jobId) => e.some((x) => x.jobId === jobId),
+    dueMsOf: (jobId) => e.find((x) => x.jobId === jobId)?.dueMs,
     nextDueMs: () => e[0]?.dueMs ?? Infinity,
     advance(nowMs, max) {
       let n = 0;

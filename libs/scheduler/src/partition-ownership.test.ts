@@ -82,11 +82,43 @@ describe('PartitionOwnership setup', () => {
     expect(second).toEqual(first);
     expect(rest![0]).toBe(first![1]);
     const rt = s.owner.get(0)!;
-    // `c` came in with the second read; `a` is stale (a claim miss, never a second dispatch).
-    expect(['a', 'b', 'c'].map((id) => rt.index.has(id))).toEqual([true, true, true]);
-    expect(s.owner.owned()).toEqual([{ partition: 0, epoch: 1, wheelSize: 3 }]);
-    // `b` waits for its new time: by now + 5 s only `a` and `c` are due.
-    expect(rt.index.advance(now + 5_000, 10).map((e) => e.jobId)).toEqual(['a', 'c']);
+    // `c` came in with the second read; `a`, fired by the old owner, is dropped (it would be a
+    // claim miss when due).
+    expect(['a', 'b', 'c'].map((id) => rt.index.has(id))).toEqual([false, true, true]);
+    expect(s.owner.owned()).toEqual([{ partition: 0, epoch: 1, wheelSize: 2 }]);
+    // `b` waits for its new time: by now + 5 s only `c` is due.
+    expect(rt.index.advance(now + 5_000, 10).map((e) => e.jobId)).toEqual(['c']);
+  });
+
+  it('drops what the second read no longer has, in the index or the ready set, unless this owner moved it since', async () => {
+    const now = Date.now();
+    let letRead = (): void => undefined;
+    const secondRead = new Promise<void>((r) => (letRead = r));
+    let table: WindowEntry[] = [
+      { id: 'a', dueMs: now - 10, tag: 0 },
+      { id: 'b', dueMs: now + 1_000, tag: 0 },
+      { id: 'c', dueMs: now + 2_000, tag: 0 },
+      { id: 'd', dueMs: now + 3_000, tag: 0 },
+    ];
+    const s = scripted(() => table, { secondRead });
+    const assigned = s.owner.onAssigned([0]);
+    await new Promise((r) => setImmediate(r));
+    const rt = s.owner.get(0)!;
+    // A round took `a` into the ready set; this owner applied a reschedule of `c` to a time past the
+    // window (the database no longer has it in the window either).
+    for (const e of rt.index.advance(now, 10)) rt.ready.push(e);
+    rt.place('c', now + 60_000);
+    // Meanwhile the old owner fired `a` and `b` before it learned of the bump; `d` is untouched.
+    table = [
+      { id: 'c', dueMs: now + 60_000, tag: 0 },
+      { id: 'd', dueMs: now + 3_000, tag: 0 },
+    ];
+    letRead();
+    await assigned;
+    expect(rt.ready.get('a')).toBeUndefined();
+    expect(['a', 'b', 'c', 'd'].map((id) => rt.index.has(id))).toEqual([false, false, true, true]);
+    expect(rt.index.dueMsOf('c')).toBe(now + 60_000);
+    expect(s.owner.owned()).toEqual([{ partition: 0, epoch: 1, wheelSize: 2 }]);
   });
 
   it('leaves an entry a firing round already took out where it is, unless it moved meanwhile', async () => {
@@ -114,6 +146,30 @@ describe('PartitionOwnership setup', () => {
     expect([rt.ready.get('a') !== undefined, rt.index.has('a')]).toEqual([true, false]);
     expect([rt.ready.get('b') !== undefined, rt.index.has('b')]).toEqual([false, true]);
     expect(rt.index.advance(now + 9_000, 10)).toEqual([]);
+  });
+
+  it('does not add again an entry that a firing round of this owner is claiming when the second read sees it', async () => {
+    const now = Date.now();
+    let letRead = (): void => undefined;
+    const secondRead = new Promise<void>((r) => (letRead = r));
+    const table: WindowEntry[] = [
+      { id: 'a', dueMs: now - 10, tag: 0 },
+      { id: 'b', dueMs: now + 1_000, tag: 0 },
+    ];
+    const s = scripted(() => table, { secondRead });
+    const assigned = s.owner.onAssigned([0]);
+    await new Promise((r) => setImmediate(r));
+    const rt = s.owner.get(0)!;
+    // The round started at the bump took `a` out and its claim has not committed: the second read
+    // still sees `a` SCHEDULED at the same time.
+    expect(rt.index.advance(now, 10).map((e) => e.jobId)).toEqual(['a']);
+    // Until the second read is done its rounds' misses are the handoff's (`handoff`, not `gone`).
+    expect(rt.settling).toBe(true);
+    letRead();
+    await assigned;
+    expect(rt.settling).toBe(false);
+    expect([rt.index.has('a'), rt.ready.get('a')]).toEqual([false, undefined]);
+    expect(rt.index.has('b')).toBe(true);
   });
 
   it('lets go and demotes when the claim is refused because another region is home', async () => {

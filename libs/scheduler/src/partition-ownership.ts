@@ -57,10 +57,16 @@ export interface OwnershipDeps {
  * bump then fences the old owner and this one fires at once, so the jobs due during a handoff wait
  * for one claim statement, not for a wheel load. The same window is read again after the bump for
  * what changed in between (a command batch the old owner applied, a lease it reaped, a job or
- * schedule it moved): new entries are added and moved ones put at their new time. An entry the old
- * owner fired in between stays, and is a claim miss (`gone`) when due, never a second dispatch: the
- * claim checks state, due time and epoch in the database. So is the twin the second read adds of an
- * entry that a firing round of this owner has in flight (in neither the index nor the ready set).
+ * schedule it moved): new entries are added and moved ones put at their new time, and an entry of
+ * the first read that the second no longer has (the old owner fired it, or it was cancelled or
+ * moved out of the window) is dropped unless this owner moved it since (`dropStale`). An entry that
+ * both reads return at the same time but that is in neither the index nor the ready set is being
+ * claimed by a firing round of this owner (started at the bump, not committed when the second read
+ * looked) and is not added again. The rounds before the second read is done still ask for what
+ * the old owner fired between the first read and the bump (it fires until fenced); their misses
+ * count as `handoff` (`settling`), so that `gone` keeps meaning an index that disagrees with the
+ * database. No miss is ever a second dispatch: the claim checks state, due time and epoch in the
+ * database.
  */
 export class PartitionOwnership {
   private readonly runtimes = new Map<number, PartitionRuntime>();
@@ -134,8 +140,12 @@ export class PartitionOwnership {
     const fromMs = Date.now() - this.d.config.reconcileGraceMs;
     const untilMs = Date.now() + Math.min(FIRST_WINDOW_MS, this.d.config.horizonMs);
     const index = this.d.newIndex();
+    const first = new Map<string, number>(); // id → due time, as the first read gave them
     for await (const page of this.loadWindow(p, fromMs, untilMs))
-      for (const e of page) index.upsert(e.id, e.dueMs, e.tag);
+      for (const e of page) {
+        index.upsert(e.id, e.dueMs, e.tag);
+        first.set(e.id, e.dueMs);
+      }
     const own = await (this.d.claim ?? this.claimInStore)(p);
     const rt = new PartitionRuntime(
       p,
@@ -147,26 +157,39 @@ export class PartitionOwnership {
     rt.loadedUntilMs = untilMs;
     this.runtimes.set(p, rt);
     this.setOwnerGauges(rt);
+    rt.settling = true; // until the second read: misses of what the old owner fired are `handoff`
     this.d.arm(true); // fires from the window read before the bump
+    let stale = 0;
     try {
       // What changed between that read and the bump; through the serial lane, as every load.
-      await rt.serial(async () => {
+      stale = await rt.serial(async () => {
+        const seen = new Set<string>();
         for await (const page of this.loadWindow(p, fromMs, untilMs)) {
-          if (rt.closed) return;
+          if (rt.closed) return 0;
           for (const e of page) {
+            seen.add(e.id);
             const ready = rt.ready.get(e.id);
             // Moved meanwhile (a reschedule, a retry): at its time now, wherever it waits. An
             // entry a firing round already took into the ready set stays there, not twinned.
-            if (ready === undefined) rt.index.upsert(e.id, e.dueMs, e.tag);
-            else if (ready.dueMs !== e.dueMs) rt.place(e.id, e.dueMs, e.tag);
+            if (ready !== undefined) {
+              if (ready.dueMs !== e.dueMs) rt.place(e.id, e.dueMs, e.tag);
+            } else if (rt.index.has(e.id) || first.get(e.id) !== e.dueMs) {
+              rt.index.upsert(e.id, e.dueMs, e.tag);
+            }
+            // Else it was read first at this time and is in neither: a firing round of this owner
+            // took it and is claiming it (the read saw the row before that claim committed).
+            // Added again, it would be claimed twice: the second a miss.
           }
         }
+        return rt.closed ? 0 : dropStale(rt, first, seen);
       });
     } catch (err) {
       this.release(p, 'setup failed', rt); // not held: the consumer assigns it again later
       throw err;
+    } finally {
+      rt.settling = false;
     }
-    this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size }, 'partition owned');
+    this.d.log.info({ partition: p, epoch: own.epoch, wheel: rt.index.size, stale }, 'partition owned');
     // The rest of the horizon in the background (through the serial lane: applies never interleave).
     void rt
       .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
@@ -294,4 +317,30 @@ export class PartitionOwnership {
       tag: FireTags.FIRST,
     }));
   }
+}
+
+/**
+ * After a new owner's second read of its first window: drops each entry of the first read that the
+ * second did not return (`seen`), from the index or the ready set, where it still waits at the time
+ * the first read gave it. One at another time was moved by this owner since (an apply through the
+ * serial lane) and stays. Safe because the index is not the truth: a job dropped wrongly would
+ * still be claimed by the reconciler. Returns how many were dropped.
+ */
+export function dropStale(
+  rt: PartitionRuntime,
+  first: ReadonlyMap<string, number>,
+  seen: ReadonlySet<string>,
+): number {
+  let dropped = 0;
+  for (const [id, dueMs] of first) {
+    if (seen.has(id)) continue;
+    if (rt.index.dueMsOf(id) === dueMs) {
+      rt.index.remove(id);
+      dropped++;
+    } else if (rt.ready.get(id)?.dueMs === dueMs) {
+      rt.ready.discard(id);
+      dropped++;
+    }
+  }
+  return dropped;
 }

@@ -17,6 +17,12 @@ export class PartitionRuntime {
    */
   lingerUntilMs = 0;
   loadedUntilMs = 0;
+  /**
+   * Firing from a window read before this owner's epoch bump, until the same window is read again
+   * after it: the entries the old owner fired in between are still here, and the misses of their
+   * claims count as `handoff`, not `gone` (see `PartitionOwnership`).
+   */
+  settling = false;
   /** When this process took the partition under `epoch` (ms). */
   ownedSinceMs = Date.now();
 

@@ -99,7 +99,7 @@ export function createSchedulerMetrics(ownerId: string) {
     claimMisses: counter(
       registry,
       'sched_claim_misses_total',
-      'index entries a firing round asked for and did not claim: not_yet_due in database time (put back), or gone (cancelled, moved, claimed by another path or locked by one)',
+      'index entries a firing round asked for and did not claim: not_yet_due in database time (put back), handoff (fired by the old owner while this one took the partition over), or gone (cancelled, moved, claimed by another path or locked by one)',
       ['reason'],
     ),
     wheelSize: gauge(

@@ -20,6 +20,9 @@ export function wheelIndexFactory(
       has(jobId) {
         return wheel.has(jobId);
       },
+      dueMsOf(jobId) {
+        return wheel.dueMsOf(jobId);
+      },
       nextDueMs() {
         return wheel.nextDueMs() ?? Infinity;
       },
