@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '@sched/api-app';
 import { REPLAY_PERMISSION, registryPayloadValidator } from '@sched/dead-letters';
+import { workerBeat } from '@sched/store';
 import type { MessageProducer } from '@sched/kafka';
 import { contracts, kafka, sleep } from './support/kafka.js';
 import { endpoints } from './support/isolation.js';
@@ -84,6 +86,18 @@ describe('HTTP API on the real stack', () => {
     const denied = await app.inject({ method: 'GET', url: '/v1/partitions', headers: dev });
     expect(denied.statusCode).toBe(403);
     expect((denied.json() as { error: { code: string } }).error.code).toBe('SCHED_E_FORBIDDEN');
+  });
+
+  it('shows worker liveness to operators only', async () => {
+    await workerBeat(s.db.pool, 'api-worker', randomUUID(), 60_000);
+    const res = await app.inject({ method: 'GET', url: '/v1/workers', headers: ops });
+    expect(res.statusCode).toBe(200);
+    const row = (
+      res.json() as { workers: { workerId: string; alive: boolean; running: number }[] }
+    ).workers.find((w) => w.workerId === 'api-worker');
+    expect(row).toMatchObject({ workerId: 'api-worker', alive: true, running: 0 });
+    const denied = await app.inject({ method: 'GET', url: '/v1/workers', headers: dev });
+    expect(denied.statusCode).toBe(403);
   });
 
   it('cancels and reschedules through commands', async () => {

@@ -77,6 +77,47 @@ describe('workers: version-checked start and fenced leases on the real stack', (
     expect(rows[0]!.worker_id).toBe(a.ownerId);
   });
 
+  it('kill -9 a worker holding a one-minute lease: its liveness row lapses and another worker runs the job within seconds', async () => {
+    s = await Scenario.create('wlive', 2);
+    const sched = await s.startScheduler(FAST_SCHEDULER);
+    // A lease of a minute, renewed every 5 s: without the liveness row the job would wait a minute.
+    const env = {
+      SCHED_LEASE_TTL_MS: '60000',
+      SCHED_HEARTBEAT_EVERY_MS: '5000',
+      SCHED_WORKER_LIVENESS_TTL_MS: '2000',
+      SCHED_WORKER_LIVENESS_EVERY_MS: '500',
+    };
+    const workers = [await s.startWorker(env), await s.startWorker(env)];
+    await s.producer.send([
+      createJob('live-1', s.queue, Date.now() + 200, { payload: spec({ sleepMs: 8_000 }) }),
+    ]);
+    await until('attempt 1 started', 20_000, async () => (await s!.executions('live-1')).length > 0);
+    const first = (await s.executions('live-1'))[0]!;
+    const a = workers.find((w) => w.ownerId === first.worker_id)!;
+    const b = workers.find((w) => w !== a)!;
+    a.signal('SIGKILL');
+    const killedAt = Date.now();
+    await until('attempt 2 started', 30_000, async () =>
+      (await s!.executions('live-1')).some((e) => e.attempt === 2),
+    );
+    const retakenMs = Date.now() - killedAt;
+    await until('job succeeded', 30_000, async () => (await s!.jobStates()).get('live-1') === 'SUCCEEDED');
+    console.log(`[liveness] kill -9 → attempt 2 started after ${retakenMs} ms (lease 60 s, liveness 2 s)`);
+    const ex = await s.executions('live-1');
+    expect(ex.filter((e) => e.outcome === 'finished').map((e) => [e.attempt, e.worker_id])).toEqual([
+      [2, b.ownerId],
+    ]);
+    const { rows } = await s.db.pool.query<{ attempt: number; outcome: string; error: string | null }>(
+      "SELECT attempt, outcome, error FROM attempt_history WHERE job_id = 'live-1' ORDER BY attempt",
+    );
+    expect(rows.map((r) => [r.attempt, r.outcome])).toEqual([
+      [1, 'LEASE_LOST'],
+      [2, 'SUCCEEDED'],
+    ]);
+    expect(rows[0]!.error).toContain('worker gone');
+    expect(await sched.metric('sched_worker_gone_jobs_reaped_total')).toBe(1);
+  });
+
   it("a frozen worker's late completion is refused: 0 double completions", async () => {
     s = await Scenario.create('wstop', 2);
     const sched = await s.startScheduler(FAST_SCHEDULER);

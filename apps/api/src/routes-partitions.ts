@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { homeRegion, partitionOwnerList } from '@sched/store';
+import { homeRegion, partitionOwnerList, workerList } from '@sched/store';
 import type { ApiContext } from './app.js';
 import { ApiError } from './errors.js';
 
@@ -28,6 +28,29 @@ export function registerPartitionRoutes(app: FastifyInstance, ctx: ApiContext): 
         epoch: Number(o.epoch),
         since: new Date(o.sinceMs).toISOString(),
         ownedForMs: Math.max(0, Math.round(now - o.sinceMs)),
+      })),
+    };
+  });
+
+  /**
+   * Every worker process's liveness row (migration 013), most recently beaten first: alive or gone,
+   * since when its incarnation runs, and how many jobs it holds RUNNING. A gone worker with running
+   * jobs is one the reaper is about to take back.
+   */
+  app.get('/v1/workers', async (req) => {
+    const caller = ctx.caller(req);
+    if (!caller.permissions.includes(OPS_READ_PERMISSION))
+      throw new ApiError('SCHED_E_FORBIDDEN', `reading worker liveness needs ${OPS_READ_PERMISSION}`);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    return {
+      workers: (await workerList(ctx.pool)).map((w) => ({
+        workerId: w.workerId,
+        incarnation: w.incarnation,
+        alive: w.alive,
+        startedAt: iso(w.startedAtMs),
+        lastBeatAt: iso(w.beatAtMs),
+        aliveUntil: iso(w.aliveUntilMs),
+        running: w.running,
       })),
     };
   });

@@ -31,6 +31,8 @@ const config = workerConfig({
     commandsTopic: { env: 'SCHED_COMMANDS_TOPIC', kind: 'string' },
     leaseTtlMs: { env: 'SCHED_LEASE_TTL_MS', kind: 'int' },
     heartbeatEveryMs: { env: 'SCHED_HEARTBEAT_EVERY_MS', kind: 'int' },
+    livenessTtlMs: { env: 'SCHED_WORKER_LIVENESS_TTL_MS', kind: 'int' },
+    livenessEveryMs: { env: 'SCHED_WORKER_LIVENESS_EVERY_MS', kind: 'int' },
     executionTimeoutMs: { env: 'SCHED_EXECUTION_TIMEOUT_MS', kind: 'int' },
     concurrency: { env: 'SCHED_WORKER_CONCURRENCY', kind: 'int' },
     dbBatchMax: { env: 'SCHED_WORKER_DB_BATCH_MAX', kind: 'int' },

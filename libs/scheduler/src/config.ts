@@ -55,6 +55,12 @@ export interface SchedulerOptions {
   reapEveryMs: number;
   /** Clock-skew margin added to lease expiry before reaping. */
   reapSkewMarginMs: number;
+  /**
+   * How long after a worker process is gone (its liveness row stopped beating, or a new process
+   * took over its id) the reaper still looks for its RUNNING jobs to take back without waiting
+   * for their leases; 0 turns the liveness path off (only expired leases are reaped).
+   */
+  workerGoneWindowMs: number;
   maxPayloadBytes: number;
   maxDueAheadMs: number;
   minDueAtMs: number;
@@ -140,6 +146,7 @@ export const schedulerDefaults: SchedulerOptions = {
   firePriorityWeights: [7, 2, 1],
   reapEveryMs: 1_000,
   reapSkewMarginMs: 2_000,
+  workerGoneWindowMs: 3_600_000,
   maxPayloadBytes: 256 * 1024,
   maxDueAheadMs: 10 * 365 * 24 * 3600_000,
   minDueAtMs: Date.UTC(2000, 0, 1),
@@ -193,6 +200,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'workerGoneWindowMs', c.workerGoneWindowMs);
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
     requireNonNegativeInt(problem, 'queueBacklogEveryMs', c.queueBacklogEveryMs);
@@ -235,6 +243,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   reconcileEveryMs: { env: 'SCHED_RECONCILE_EVERY_MS', kind: 'int' },
   reapEveryMs: { env: 'SCHED_REAP_EVERY_MS', kind: 'int' },
   reapSkewMarginMs: { env: 'SCHED_REAP_SKEW_MARGIN_MS', kind: 'int' },
+  workerGoneWindowMs: { env: 'SCHED_WORKER_GONE_WINDOW_MS', kind: 'int' },
   reconcileGraceMs: { env: 'SCHED_RECONCILE_GRACE_MS', kind: 'int' },
   tenantBacklogEveryMs: { env: 'SCHED_TENANT_BACKLOG_EVERY_MS', kind: 'int' },
   queueBacklogEveryMs: { env: 'SCHED_QUEUE_BACKLOG_EVERY_MS', kind: 'int' },

@@ -4,6 +4,8 @@ import { pruneFinishedJobs, pruneOlderThan } from '@sched/store';
 import type { SchedulerConfig } from './config.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
+/** How long the row of a worker process that is gone is kept (operators see it in GET /v1/workers). */
+export const GONE_WORKER_RETENTION_MS = 7 * 24 * 3600_000;
 /** Finished jobs deleted per statement by the retention prune. */
 export const PRUNE_BATCH = 5_000;
 /** Longest a run spends on finished jobs: a backlog of them goes over a few runs. */
@@ -11,7 +13,7 @@ const FINISHED_BUDGET_MS = 5_000;
 
 /**
  * One retention run: outbox rows past `outboxRetentionMs`, command ids past
- * `commandDedupRetentionMs`, and finished jobs (with their attempts) past
+ * `commandDedupRetentionMs`, rows of worker processes gone for 7 days, and finished jobs (with their attempts) past
  * `finishedJobRetentionMs` (0: kept), the last in batches of `PRUNE_BATCH`, each its own short
  * transaction, for at most 5 s a run, so that the loop is never held long. A failure is logged and
  * the next run tries again: nothing here is needed for correctness.
@@ -27,6 +29,7 @@ export async function retentionSweep(d: {
     const n = await pruneOlderThan(d.pool, 'outbox', d.config.outboxRetentionMs);
     d.metrics.outboxPruned.inc(n);
     await pruneOlderThan(d.pool, 'command_applied', d.config.commandDedupRetentionMs);
+    await pruneOlderThan(d.pool, 'worker_liveness', GONE_WORKER_RETENTION_MS);
     const retentionMs = d.config.finishedJobRetentionMs;
     if (retentionMs === 0) return;
     const until = Date.now() + FINISHED_BUDGET_MS;

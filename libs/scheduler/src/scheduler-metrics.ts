@@ -146,6 +146,16 @@ export function createSchedulerMetrics(ownerId: string) {
     leaseReaped: counter(registry, 'sched_lease_reaped_total', 'expired leases returned by the reaper', [
       'to',
     ]),
+    workerGoneReaped: counter(
+      registry,
+      'sched_worker_gone_jobs_reaped_total',
+      "running jobs taken back before their lease ran out because their worker's process is gone (liveness)",
+    ),
+    workersGone: gauge(
+      registry,
+      'sched_workers_gone',
+      'worker processes gone (stopped beating, or replaced under their id) within SCHED_WORKER_GONE_WINDOW_MS',
+    ),
     occurrences: counter(
       registry,
       'sched_schedule_occurrences_total',

@@ -6,7 +6,7 @@ import {
   type KafkaPort,
   type MessageProducer,
 } from '@sched/kafka';
-import { leaseReap, homeRegion, inTransaction, NotHomeRegionError } from '@sched/store';
+import { leaseReap, homeRegion, inTransaction, NotHomeRegionError, workersGone } from '@sched/store';
 import { Claimer } from './claimer.js';
 import { FiringDriver } from './firing-driver.js';
 import { DispatchObserver } from './dispatch-observer.js';
@@ -20,6 +20,7 @@ import { PartitionOwnership } from './partition-ownership.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './schedule-generator.js';
 import { FireTags } from './fair-ready.js';
+import { GoneWorkers } from './gone-workers.js';
 import { Reconciler } from './reconciler.js';
 import { retentionSweep } from './retention-sweep.js';
 
@@ -56,6 +57,8 @@ export class Scheduler {
   private readonly firing: FiringDriver;
   /** One numbering of tenants for every owned partition's index. */
   private readonly fireTags = new FireTags();
+  /** Gone worker processes whose running jobs the reaper still looks for, per partition. */
+  private readonly goneWorkers = new GoneWorkers();
   private readonly loops: NodeJS.Timeout[] = [];
   private stopping = false;
   private observer: DispatchObserver | null = null;
@@ -244,26 +247,47 @@ export class Scheduler {
     return this.reconciler.once();
   }
 
-  /** Returns expired leases to SCHEDULED (or DEAD), per owned partition. Returns how many. */
+  /**
+   * Returns expired leases to SCHEDULED (or DEAD), per owned partition, and the RUNNING jobs of
+   * worker processes that are gone by their liveness rows (see `GoneWorkers`). Returns how many.
+   */
   async reapOnce(): Promise<number> {
+    const c = this.d.config;
+    if (c.workerGoneWindowMs > 0) {
+      try {
+        this.goneWorkers.update(await workersGone(this.d.pool, c.workerGoneWindowMs));
+      } catch (err) {
+        // Leases still expire on their own: log, and reap those.
+        this.d.log.warn({ err }, 'could not read worker liveness; reaping expired leases only');
+        this.goneWorkers.update([]);
+      }
+      this.d.metrics.workersGone.set(this.goneWorkers.count);
+    }
     let total = 0;
     for (const rt of this.owner.all()) {
       if (rt.closed) continue;
       try {
+        const gone = this.goneWorkers.toSweep(rt.partition, rt.epoch);
         const reaped = await inTransaction(this.d.pool, (client) =>
-          leaseReap(
-            client,
-            rt.partition,
-            rt.epoch,
-            this.d.config.claimBatchSize,
-            this.d.config.reapSkewMarginMs,
-          ),
+          leaseReap(client, rt.partition, rt.epoch, c.claimBatchSize, c.reapSkewMarginMs, gone),
         );
+        let viaGone = 0;
         for (const r of reaped) {
           this.d.metrics.leaseReaped.inc({ to: r.state });
+          if (r.via === 'worker_gone') viaGone++;
           if (r.state === 'SCHEDULED')
             rt.place(r.jobId, r.dueAtMs, this.fireTags.tag(r.tenantId, r.priority));
         }
+        if (viaGone > 0) {
+          this.d.metrics.workerGoneReaped.inc(viaGone);
+          this.d.log.info(
+            { partition: rt.partition, jobs: viaGone, workers: gone },
+            'took back running jobs of gone worker processes without waiting for their leases',
+          );
+        }
+        // A look cut short by its limit goes on at the next pass.
+        if (gone.length > 0 && viaGone < c.claimBatchSize)
+          this.goneWorkers.sweptAll(rt.partition, rt.epoch, gone);
         total += reaped.length;
       } catch (err) {
         this.owner.handleLoopError(rt, err, 'lease_reap');

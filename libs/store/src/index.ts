@@ -35,6 +35,8 @@ export { outboxInsert } from './outbox.js';
 export type { OutboxRow } from './outbox.js';
 export { leaseReap } from './lease-reap.js';
 export type { ReapedJob } from './lease-reap.js';
+export { workerBeat, workerGone, workersGone, workerList } from './worker-liveness.js';
+export type { WorkerBeat, GoneWorker } from './worker-liveness.js';
 export { jobLoadWindow } from './job-window.js';
 export { DISPATCH_SQL_FIELDS } from './dispatch-record.js';
 export type { DispatchedJob } from './dispatch-record.js';

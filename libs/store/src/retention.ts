@@ -32,16 +32,19 @@ export async function pruneFinishedJobs(
   return (res.rows[0] as { n: number } | undefined)?.n ?? 0;
 }
 
-/** outbox_prune / command_applied_prune: delete rows older than the retention, in bounded batches. */
+/**
+ * outbox_prune / command_applied_prune / worker_liveness_prune: delete rows older than the retention
+ * (a worker's row: gone for that long), in bounded batches.
+ */
 export async function pruneOlderThan(
   pool: pg.Pool,
-  table: 'outbox' | 'command_applied',
+  table: 'outbox' | 'command_applied' | 'worker_liveness',
   retentionMs: number,
   batch = 10_000,
 ): Promise<number> {
   // The outbox has no key (migration 007): its rows are deleted by ctid, found by the age index.
-  const col = table === 'outbox' ? 'created_at' : 'applied_at';
-  const key = table === 'outbox' ? 'ctid' : 'command_id';
+  const col = { outbox: 'created_at', command_applied: 'applied_at', worker_liveness: 'alive_until' }[table];
+  const key = { outbox: 'ctid', command_applied: 'command_id', worker_liveness: 'worker_id' }[table];
   const res = await pool.query(
     `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
        SELECT ${key} FROM ${table} WHERE ${col} < now() - $1 * interval '1 millisecond' LIMIT $2))`,

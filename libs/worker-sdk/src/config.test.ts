@@ -29,6 +29,17 @@ describe('workerConfig: sessionTimeoutMs', () => {
   });
 });
 
+describe('workerConfig: liveness', () => {
+  it('defaults to 10 s beaten every 2 s, accepts 0 (off), and refuses a beat slower than half the TTL', () => {
+    const c = workerConfig({});
+    expect([c.livenessTtlMs, c.livenessEveryMs]).toEqual([10_000, 2_000]);
+    expect(workerConfig({ livenessTtlMs: 0, livenessEveryMs: 0 }).livenessTtlMs).toBe(0);
+    expect(() => workerConfig({ livenessTtlMs: -1 })).toThrow(/livenessTtlMs must be an integer >= 0/);
+    expect(() => workerConfig({ livenessTtlMs: 3_000 })).toThrow(/livenessEveryMs must be at most half/);
+    expect(() => workerConfig({ livenessEveryMs: 0 })).toThrow(/livenessEveryMs/);
+  });
+});
+
 describe('workerConfig: fair admission', () => {
   it('defaults to weights 7/2/1 and no tenant cap, and names what is wrong', () => {
     const c = workerConfig({});

@@ -17,6 +17,15 @@ export interface WorkerOptions {
   /** Lease length; renewed every `heartbeatEveryMs`, so it bounds a crash's reclaim delay, not the job length. */
   leaseTtlMs: number;
   heartbeatEveryMs: number;
+  /**
+   * Process liveness (one row per worker process, migration 013): beaten every `livenessEveryMs`,
+   * alive for `livenessTtlMs` after each beat. When the process dies (kill -9, a lost host, frozen
+   * past it) or a new process takes its worker id over, the scheduler's reaper takes its running
+   * jobs back after about `livenessTtlMs` instead of each job's `leaseTtlMs`. 0 turns it off.
+   * Default 10,000 ms, beaten every 2,000 ms.
+   */
+  livenessTtlMs: number;
+  livenessEveryMs: number;
   /** Default ceiling on one execution, distinct from the lease (a job may override). */
   executionTimeoutMs: number;
   /**
@@ -84,6 +93,8 @@ export const workerDefaults: WorkerOptions = {
   commandsTopic: 'sched.commands',
   leaseTtlMs: 30_000,
   heartbeatEveryMs: 10_000,
+  livenessTtlMs: 10_000,
+  livenessEveryMs: 2_000,
   executionTimeoutMs: 15 * 60_000,
   concurrency: 1024,
   priorityWeights: [7, 2, 1],
@@ -117,6 +128,14 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'livenessTtlMs', c.livenessTtlMs);
+    if (c.livenessTtlMs > 0) {
+      requirePositiveInt(problem, 'livenessEveryMs', c.livenessEveryMs);
+      if (c.livenessEveryMs * 2 > c.livenessTtlMs)
+        problem(
+          'livenessEveryMs must be at most half of livenessTtlMs so one late beat does not lose every job',
+        );
+    }
     requireNonNegativeInt(problem, 'tenantConcurrency', c.tenantConcurrency);
     if (
       !Array.isArray(c.priorityWeights) ||

@@ -18,6 +18,7 @@ import { MicroBatcher, retryOnDeadlock } from './micro-batch.js';
 import { AdmissionWithdrawn, FairSlots, priorityClass, WaiterGroup } from './fair-slots.js';
 import { RateGate } from './rate-gate.js';
 import { Slots } from './slots.js';
+import { WorkerLiveness } from './liveness.js';
 import type { DispatchRecord, Handler, HandlerOptions, WorkerCodec } from './types.js';
 import type { WorkerMetrics } from './worker-metrics.js';
 
@@ -82,6 +83,8 @@ export class Worker {
   private readonly completions: Completions;
   /** What every execution's context needs for its lease (renewals, checkpoints, loss). */
   private readonly leaseUpkeep: ExecutionDeps;
+  /** This process's liveness row: a dead process's jobs are taken back without their leases. */
+  private readonly liveness: WorkerLiveness;
 
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
@@ -110,6 +113,13 @@ export class Worker {
       leaseTtlMs: c.leaseTtlMs,
       onLeaseLost: (queue) => d.metrics.leaseLost.inc({ queue }),
     };
+    this.liveness = new WorkerLiveness({
+      pool: d.pool,
+      log: d.log,
+      workerId: c.workerId,
+      ttlMs: c.livenessTtlMs,
+      everyMs: c.livenessEveryMs,
+    });
     this.completions = new Completions({
       ...d,
       producer: () => {
@@ -166,6 +176,9 @@ export class Worker {
         code: 'SCHED_E_NO_HANDLER',
       });
     const c = this.d.config;
+    // Before any start: from this beat on, a job of this id that started earlier is a previous
+    // process's, orphaned.
+    await this.liveness.start();
     this.producer = await this.d.kafka.producer({ idempotent: true });
     const topics = [...this.handlers.keys()].map((q) => c.dispatchTopicPrefix + q);
     const sessionMs = await negotiatedSessionTimeout(
@@ -198,6 +211,7 @@ export class Worker {
     for (const b of this.batches) b.withdraw(new Error('worker stopping'));
     await this.consumer?.stop();
     await Promise.allSettled([...this.inFlight]);
+    await this.liveness.stop();
     await this.producer?.disconnect();
   }
 
