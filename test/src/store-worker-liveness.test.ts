@@ -104,7 +104,14 @@ describe('store: worker liveness against real Postgres (migration 013)', () => {
     expect(reaped.map((r) => [r.jobId, r.via])).toEqual([['r-old', 'worker_gone']]);
     expect(await states(['r-new', 'r-old'])).toEqual({ 'r-new': 'RUNNING', 'r-old': 'SCHEDULED' });
     // Its own beats after that replace nothing.
-    expect((await workerBeat(db().pool, 'w-pod', second, 60_000)).replaced).toBeNull();
+    expect((await workerBeat(db().pool, 'w-pod', second, 60_000, false)).replaced).toBeNull();
+    // The old process, were it still alive (two processes configured with one id), does not take
+    // the row back with a later beat: it is told, and the new one's jobs stay orphan-free.
+    const late = await workerBeat(db().pool, 'w-pod', first, 60_000, false);
+    expect(late.aliveUntilMs).toBeNull();
+    expect(late.replaced).toEqual(expect.objectContaining({ incarnation: second }));
+    expect(await goneOf(['w-pod'])).toEqual([expect.objectContaining({ incarnation: second })]);
+    expect(await inTransaction(db().pool, (c) => leaseReap(c, 1, own.epoch, 10, 0, ['w-pod']))).toEqual([]);
   });
 
   it('an alive process is never reaped by name alone; one that stopped in good order is gone at once', async () => {

@@ -67,6 +67,14 @@ async function main(): Promise<void> {
     applicationName: 'sched-worker',
     onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; it is replaced'),
   });
+  // The liveness beats on a connection of their own: never queued behind job statements.
+  const livenessPool = createPool({
+    databaseUrl,
+    schema,
+    max: 1,
+    applicationName: 'sched-worker-liveness',
+    onIdleError: (err) => log.warn({ err }, 'the liveness connection failed; it is replaced'),
+  });
   const contracts = new Contracts({ registryUrl });
   await startupStep(log, 'schema registry', () => contracts.registerAll());
   const metrics = createWorkerMetrics(config.workerId);
@@ -74,6 +82,7 @@ async function main(): Promise<void> {
     config,
     kafka: kafkajsPort({ clientId: config.workerId, brokers, logger: log }),
     pool,
+    livenessPool,
     codec: avroWorkerCodec(contracts),
     metrics,
     log,
@@ -101,6 +110,7 @@ async function main(): Promise<void> {
     loop.stop();
     server.close();
     await pool.end();
+    await livenessPool.end();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -253,13 +253,14 @@ export class Scheduler {
    */
   async reapOnce(): Promise<number> {
     const c = this.d.config;
-    if (c.workerGoneWindowMs > 0) {
+    let livenessRead = false;
+    if (c.workerGoneWindowMs > 0 && this.owner.all().length > 0) {
       try {
         this.goneWorkers.update(await workersGone(this.d.pool, c.workerGoneWindowMs));
+        livenessRead = true;
       } catch (err) {
-        // Leases still expire on their own: log, and reap those.
+        // Leases still expire on their own: this pass reaps those only, and keeps what was swept.
         this.d.log.warn({ err }, 'could not read worker liveness; reaping expired leases only');
-        this.goneWorkers.update([]);
       }
       this.d.metrics.workersGone.set(this.goneWorkers.count);
     }
@@ -267,7 +268,7 @@ export class Scheduler {
     for (const rt of this.owner.all()) {
       if (rt.closed) continue;
       try {
-        const gone = this.goneWorkers.toSweep(rt.partition, rt.epoch);
+        const gone = livenessRead ? this.goneWorkers.toSweep(rt.partition, rt.epoch) : [];
         const reaped = await inTransaction(this.d.pool, (client) =>
           leaseReap(client, rt.partition, rt.epoch, c.claimBatchSize, c.reapSkewMarginMs, gone),
         );
@@ -285,7 +286,9 @@ export class Scheduler {
             'took back running jobs of gone worker processes without waiting for their leases',
           );
         }
-        // A look cut short by its limit goes on at the next pass.
+        // A look cut short by its limit goes on at the next pass. One that was not is complete:
+        // a row it skipped (SKIP LOCKED) or a job the gone process started after it (it was
+        // frozen, not dead) waits for its own lease, as before liveness.
         if (gone.length > 0 && viaGone < c.claimBatchSize)
           this.goneWorkers.sweptAll(rt.partition, rt.epoch, gone);
         total += reaped.length;

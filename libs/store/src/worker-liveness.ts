@@ -3,8 +3,11 @@ import { MS_OF } from './sql-ms.js';
 
 /** What a worker's beat found (see `workerBeat`). */
 export interface WorkerBeat {
-  /** Database time until which this process counts as alive. */
-  aliveUntilMs: number;
+  /**
+   * Database time until which this process counts as alive; null when the row is another
+   * process's and this beat did not take it over (not a first beat: see `workerBeat`).
+   */
+  aliveUntilMs: number | null;
   /**
    * Another process was beating under this worker id (a restart under the same id, or a second
    * live process configured with it): its incarnation and until when it counted as alive. Null
@@ -14,23 +17,27 @@ export interface WorkerBeat {
 }
 
 /**
- * worker_beat: this process (`incarnation`) is alive for `ttlMs` more, by the database clock. The
- * first beat of a new incarnation replaces the row of the one before under the same worker id and
- * sets `started_at`, so that jobs the old process had running are orphaned at once (see migration
- * 013). One statement, one row.
+ * worker_beat: this process (`incarnation`) is alive for `ttlMs` more, by the database clock. A
+ * process's first beat (`takeOver`, at its start, before any job) replaces the row of the process
+ * before it under the same worker id and sets `started_at`, so that jobs the old process had
+ * running are orphaned at once (see migration 013). A later beat that finds another process's row
+ * changes nothing and says so (`aliveUntilMs` null, `replaced` set): two live processes configured
+ * with one id then cost one take-over, at the second one's start, not one at every beat. One
+ * statement, one row.
  */
 export async function workerBeat(
   pool: pg.Pool | pg.ClientBase,
   workerId: string,
   incarnation: string,
   ttlMs: number,
+  takeOver = true,
 ): Promise<WorkerBeat> {
   const { rows } = await pool.query<{
-    alive_until_ms: number;
+    alive_until_ms: number | null;
     old_incarnation: string | null;
     old_until_ms: number | null;
   }>({
-    name: 'worker_beat',
+    name: takeOver ? 'worker_beat_take_over' : 'worker_beat',
     text: `WITH
      -- The row as the statement's snapshot has it (not FOR UPDATE: the upsert below updates it in
      -- the same command, and a row locked by its own command would not be returned).
@@ -44,16 +51,17 @@ export async function workerBeat(
          replaced_at = CASE WHEN w.incarnation = EXCLUDED.incarnation THEN w.replaced_at ELSE now() END,
          beat_at = now(),
          alive_until = EXCLUDED.alive_until
+       ${takeOver ? '' : 'WHERE w.incarnation = EXCLUDED.incarnation'}
        RETURNING w.alive_until)
-     SELECT ${MS_OF('up.alive_until')} AS alive_until_ms,
+     SELECT (SELECT ${MS_OF('up.alive_until')} FROM up) AS alive_until_ms,
             CASE WHEN old.incarnation <> $2 THEN old.incarnation::text END AS old_incarnation,
             CASE WHEN old.incarnation <> $2 THEN ${MS_OF('old.alive_until')} END AS old_until_ms
-     FROM up LEFT JOIN old ON true`,
+     FROM (SELECT 1) one LEFT JOIN old ON true`,
     values: [workerId, incarnation, ttlMs],
   });
   const r = rows[0]!;
   return {
-    aliveUntilMs: r.alive_until_ms,
+    aliveUntilMs: r.alive_until_ms ?? null,
     replaced:
       r.old_incarnation === null ? null : { incarnation: r.old_incarnation, aliveUntilMs: r.old_until_ms! },
   };
@@ -117,7 +125,10 @@ export async function workersGone(pool: pg.Pool | pg.ClientBase, windowMs: numbe
   }));
 }
 
-/** Every worker row (operators: `GET /v1/workers`), most recently beaten first. */
+/**
+ * Every worker row (operators: `GET /v1/workers`), most recently beaten first, with the jobs each
+ * holds RUNNING (one count over the running jobs: an operator's look, not for a hot loop).
+ */
 export async function workerList(pool: pg.Pool | pg.ClientBase): Promise<
   {
     workerId: string;

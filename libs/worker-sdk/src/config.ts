@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import {
   buildConfig,
   ConfigError,
@@ -7,7 +8,10 @@ import {
 } from '@sched/config';
 
 export interface WorkerOptions {
-  /** Unique per process: the lease owner. */
+  /**
+   * Unique per process: the lease owner, and the key of the process's liveness row. Default
+   * `<hostname>-<pid>`; two live processes must never share one (see `livenessTtlMs`).
+   */
   workerId: string;
   groupId: string;
   /** Dispatch topics are `<prefix><queue>`. */
@@ -87,7 +91,7 @@ export interface WorkerOptions {
 }
 
 export const workerDefaults: WorkerOptions = {
-  workerId: 'worker',
+  workerId: `${hostname()}-${process.pid}`,
   groupId: 'sched-worker',
   dispatchTopicPrefix: 'sched.dispatch.',
   commandsTopic: 'sched.commands',

@@ -29,6 +29,8 @@ export interface WorkerDeps {
   codec: WorkerCodec;
   metrics: WorkerMetrics;
   log: Logger;
+  /** A pool of one connection for the liveness beats (default: `pool`), so they never wait behind jobs. */
+  livenessPool?: pg.Pool;
 }
 
 /** Waits before asking again for a start whose dispatching transaction was not visible yet. */
@@ -85,6 +87,8 @@ export class Worker {
   private readonly leaseUpkeep: ExecutionDeps;
   /** This process's liveness row: a dead process's jobs are taken back without their leases. */
   private readonly liveness: WorkerLiveness;
+  /** Contexts of the executions whose handlers run now (aborted together if liveness lapses). */
+  private readonly running = new Set<ExecutionContext>();
 
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
@@ -114,11 +118,15 @@ export class Worker {
       onLeaseLost: (queue) => d.metrics.leaseLost.inc({ queue }),
     };
     this.liveness = new WorkerLiveness({
-      pool: d.pool,
+      pool: d.livenessPool ?? d.pool,
       log: d.log,
       workerId: c.workerId,
       ttlMs: c.livenessTtlMs,
       everyMs: c.livenessEveryMs,
+      // The reaper may be taking the running jobs back: stop them, as a lost lease does.
+      onLapsed: () => {
+        for (const ctx of this.running) ctx.abort('LEASE_LOST');
+      },
     });
     this.completions = new Completions({
       ...d,
@@ -175,10 +183,19 @@ export class Worker {
       throw Object.assign(new Error('no handler registered: call handle(queue, fn) first'), {
         code: 'SCHED_E_NO_HANDLER',
       });
-    const c = this.d.config;
     // Before any start: from this beat on, a job of this id that started earlier is a previous
     // process's, orphaned.
     await this.liveness.start();
+    try {
+      await this.startKafka();
+    } catch (err) {
+      await this.liveness.stop(); // no worker behind the row: say it is gone
+      throw err;
+    }
+  }
+
+  private async startKafka(): Promise<void> {
+    const c = this.d.config;
     this.producer = await this.d.kafka.producer({ idempotent: true });
     const topics = [...this.handlers.keys()].map((q) => c.dispatchTopicPrefix + q);
     const sessionMs = await negotiatedSessionTimeout(
@@ -375,11 +392,13 @@ export class Worker {
     const ctx = new ExecutionContext(this.leaseUpkeep, rec, lease, attemptId, c.heartbeatEveryMs, timeoutMs);
 
     let error: unknown = null;
+    this.running.add(ctx);
     try {
       await entry.handler(rec, ctx);
     } catch (err) {
       error = err;
     } finally {
+      this.running.delete(ctx);
       ctx.settle();
     }
     const reason = ctx.abortReason;
