@@ -30,6 +30,12 @@ const SUITES: Readonly<Record<string, SuiteEntry>> = {
     nodeFlags: [],
     load: async () => (await import('./catch-up-suite/catch-up-suite')).catchUpSuite,
   },
+  floors: {
+    description:
+      'what this machine allows: least cost of an index insert/cancel, one Postgres commit, one Kafka hop',
+    nodeFlags: ['--max-old-space-size=16384'],
+    load: async () => (await import('./floor-suite/floor-suite')).floorSuite,
+  },
   e2e: {
     description: 'ours vs pg-boss and BullMQ end to end: delayed, burst, ingest, drain, pending, recovery',
     nodeFlags: [],
