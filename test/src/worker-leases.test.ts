@@ -118,6 +118,32 @@ describe('workers: version-checked start and fenced leases on the real stack', (
     expect(await sched.metric('sched_worker_gone_jobs_reaped_total')).toBe(1);
   });
 
+  it('a worker whose liveness beats all fail for the TTL stops its running executions (no overlap with a retake)', async () => {
+    s = await Scenario.create('wlapse', 2);
+    await s.startScheduler(FAST_SCHEDULER);
+    await s.startWorker({
+      SCHED_LEASE_TTL_MS: '60000',
+      SCHED_HEARTBEAT_EVERY_MS: '5000',
+      SCHED_WORKER_LIVENESS_TTL_MS: '1500',
+      SCHED_WORKER_LIVENESS_EVERY_MS: '500',
+    });
+    await s.producer.send([
+      createJob('lapse-1', s.queue, Date.now() + 200, { payload: spec({ untilAbortedMs: 30_000 }) }),
+    ]);
+    await until('attempt 1 started', 20_000, async () => (await s!.executions('lapse-1')).length > 0);
+    // The worker's beats now fail (the table is gone for it); its lease of a minute still holds.
+    await s.db.pool.query('ALTER TABLE worker_liveness RENAME TO worker_liveness_away');
+    try {
+      await until('the execution aborted', 15_000, async () =>
+        (await s!.executions('lapse-1')).some((e) => e.outcome.startsWith('aborted')),
+      );
+    } finally {
+      await s.db.pool.query('ALTER TABLE worker_liveness_away RENAME TO worker_liveness');
+    }
+    const ex = await s.executions('lapse-1');
+    expect(ex.map((e) => e.outcome)).toEqual(['started', 'aborted:LEASE_LOST']);
+  });
+
   it("a frozen worker's late completion is refused: 0 double completions", async () => {
     s = await Scenario.create('wstop', 2);
     const sched = await s.startScheduler(FAST_SCHEDULER);
