@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -112,6 +113,23 @@ describe('store: worker liveness against real Postgres (migration 013)', () => {
     expect(late.replaced).toEqual(expect.objectContaining({ incarnation: second }));
     expect(await goneOf(['w-pod'])).toEqual([expect.objectContaining({ incarnation: second })]);
     expect(await inTransaction(db().pool, (c) => leaseReap(c, 1, own.epoch, 10, 0, ['w-pod']))).toEqual([]);
+  });
+
+  it('`sched workers` prints the liveness rows; extra words are a usage error', async () => {
+    await workerBeat(db().pool, 'w-cli', randomUUID(), 60_000);
+    const cli = (...words: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'apps/cli/src/main.ts', ...words], {
+        env: { ...process.env, DATABASE_URL: db().databaseUrl, SCHED_DB_SCHEMA: db().schema },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    const out = cli('workers');
+    expect(out.status).toBe(0);
+    const rows = JSON.parse(out.stdout) as { workerId: string; alive: boolean; running: number }[];
+    expect(rows.find((r) => r.workerId === 'w-cli')).toMatchObject({ alive: true, running: 0 });
+    const bad = cli('workers', 'now');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('workers');
   });
 
   it('an alive process is never reaped by name alone; one that stopped in good order is gone at once', async () => {

@@ -9,6 +9,8 @@
  *   region show | region promote <region> --caller ID --reason TEXT
  *                                                               the home region; a promotion fences every
  *                                                               owner at once (needs region:promote)
+ *   workers                                                      every worker process's liveness row: alive
+ *                                                               or gone, since when, RUNNING jobs it holds
  *   demo [--once] | stack <up|down|status|logs|restart>           the demo; the local stack
  *
  * Reads DATABASE_URL, KAFKA_BROKERS, SCHED_REGISTRY_URL (default: the local stack) and
@@ -23,7 +25,7 @@ import { kafkajsPort } from '@sched/kafka';
 import { stackEndpoints } from '@sched/local-stack';
 import { silentLogger } from '@sched/logging';
 import { preview } from '@sched/recurrence';
-import { createPool, homeRegion, regionPromote } from '@sched/store';
+import { createPool, homeRegion, regionPromote, workerList } from '@sched/store';
 
 const env = process.env;
 const [command, ...args] = process.argv.slice(2);
@@ -174,6 +176,26 @@ async function main(): Promise<void> {
         console.log(
           JSON.stringify(await regionPromote(pool, region, { actor: caller, reason, permissions })),
         );
+      } finally {
+        await pool.end();
+      }
+      return;
+    }
+    case 'workers': {
+      if (args.length > 0) usage('workers');
+      const pool = createPool({ databaseUrl, schema: env.SCHED_DB_SCHEMA ?? 'public', max: 1 });
+      try {
+        const iso = (ms: number) => new Date(ms).toISOString();
+        const rows = (await workerList(pool)).map((w) => ({
+          workerId: w.workerId,
+          alive: w.alive,
+          running: w.running,
+          startedAt: iso(w.startedAtMs),
+          lastBeatAt: iso(w.beatAtMs),
+          aliveUntil: iso(w.aliveUntilMs),
+          incarnation: w.incarnation,
+        }));
+        console.log(JSON.stringify(rows, null, 2));
       } finally {
         await pool.end();
       }
