@@ -59,6 +59,13 @@ function scripted(
   return { owner, calls, ranges, demoted, epochGauge, setOnClaim: (f: () => void) => (onClaim = f) };
 }
 
+/** A second window read that waits until the test lets it go. */
+function heldRead(): { secondRead: Promise<void>; letRead: () => void } {
+  let letRead = (): void => undefined;
+  const secondRead = new Promise<void>((r) => (letRead = r));
+  return { secondRead, letRead };
+}
+
 describe('PartitionOwnership setup', () => {
   it('reads the first window before the epoch bump and fires from it right after the bump', async () => {
     const now = Date.now();
@@ -92,8 +99,7 @@ describe('PartitionOwnership setup', () => {
 
   it('drops what the second read no longer has, in the index or the ready set, unless this owner moved it since', async () => {
     const now = Date.now();
-    let letRead = (): void => undefined;
-    const secondRead = new Promise<void>((r) => (letRead = r));
+    const { secondRead, letRead } = heldRead();
     let table: WindowEntry[] = [
       { id: 'a', dueMs: now - 10, tag: 0 },
       { id: 'b', dueMs: now + 1_000, tag: 0 },
@@ -123,8 +129,7 @@ describe('PartitionOwnership setup', () => {
 
   it('leaves an entry a firing round already took out where it is, unless it moved meanwhile', async () => {
     const now = Date.now();
-    let letRead = (): void => undefined;
-    const secondRead = new Promise<void>((r) => (letRead = r));
+    const { secondRead, letRead } = heldRead();
     let table: WindowEntry[] = [
       { id: 'a', dueMs: now - 10, tag: 0 },
       { id: 'b', dueMs: now - 5, tag: 0 },
@@ -150,8 +155,7 @@ describe('PartitionOwnership setup', () => {
 
   it('does not add again an entry that a firing round of this owner is claiming when the second read sees it', async () => {
     const now = Date.now();
-    let letRead = (): void => undefined;
-    const secondRead = new Promise<void>((r) => (letRead = r));
+    const { secondRead, letRead } = heldRead();
     const table: WindowEntry[] = [
       { id: 'a', dueMs: now - 10, tag: 0 },
       { id: 'b', dueMs: now + 1_000, tag: 0 },

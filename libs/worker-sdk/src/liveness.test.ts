@@ -39,15 +39,21 @@ const liveness = (pool: pg.Pool, onLapsed: () => void, ttlMs = 1_000, everyMs = 
     onLapsed,
   });
 
+/** Fake timers, a scripted pool and a started liveness of worker `w`. */
+async function started() {
+  vi.useFakeTimers();
+  const { pool, state } = scriptedPool();
+  const onLapsed = vi.fn();
+  const live = liveness(pool, onLapsed);
+  await live.start();
+  return { state, onLapsed, live };
+}
+
 describe('WorkerLiveness', () => {
   afterEach(() => vi.useRealTimers());
 
   it('tells the worker once when no beat succeeded for the whole TTL, and again only after a good beat', async () => {
-    vi.useFakeTimers();
-    const { pool, state } = scriptedPool();
-    const onLapsed = vi.fn();
-    const live = liveness(pool, onLapsed);
-    await live.start();
+    const { state, onLapsed, live } = await started();
     await vi.advanceTimersByTimeAsync(2_000);
     expect(onLapsed).not.toHaveBeenCalled();
     state.up = false;
@@ -64,16 +70,24 @@ describe('WorkerLiveness', () => {
   });
 
   it('counts as lapsed when another process holds the row, and never takes it back after its first beat', async () => {
-    vi.useFakeTimers();
-    const { pool, state } = scriptedPool();
-    const onLapsed = vi.fn();
-    const live = liveness(pool, onLapsed);
-    await live.start();
+    const { state, onLapsed, live } = await started();
     state.holder = 'another-process';
     await vi.advanceTimersByTimeAsync(1_400);
     expect(onLapsed).toHaveBeenCalledTimes(1);
     expect(state.holder).toBe('another-process');
     await live.stop();
+  });
+
+  it('refuses to start on a schema without migration 013, saying what to do', async () => {
+    const pool = {
+      query: vi.fn(async () =>
+        Promise.reject(Object.assign(new Error('relation does not exist'), { code: '42P01' })),
+      ),
+    } as unknown as pg.Pool;
+    await expect(liveness(pool, () => undefined).start()).rejects.toMatchObject({
+      code: 'SCHED_E_SCHEMA_BEHIND',
+      message: expect.stringMatching(/migration 013.*SCHED_WORKER_LIVENESS_TTL_MS=0/),
+    });
   });
 
   it('does nothing with a TTL of 0', async () => {
