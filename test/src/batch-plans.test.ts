@@ -148,5 +148,15 @@ describe('store: plans of the batched statements', () => {
     ];
     expect(scans.length).toBeGreaterThan(0);
     for (const m of scans) expect(m[1]).toBe('1');
+    // The rows to lock are looked up once per id, and filtered to the owned partitions in that
+    // lookup: a second filter of them by `owners` (a semi-join) made a table without statistics
+    // (a fresh schema, a burst before autovacuum's first analyze) run every lookup once per owned
+    // partition (12 × 2,000 in a round: 57 of its 103 ms).
+    const target = claim.plans.slice(claim.plans.indexOf('CTE target'), claim.plans.indexOf('CTE claimed'));
+    expect(target).toMatch(/LockRows/);
+    expect(target).not.toMatch(/Semi Join|Join Filter|Hash Join/);
+    const lookups = [...target.matchAll(/Index Scan using job_pkey on job .*loops=(\d+)\)/g)];
+    expect(lookups).toHaveLength(1);
+    expect(lookups[0]![1]).toBe(String(ids.length));
   });
 });

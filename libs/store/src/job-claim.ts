@@ -118,7 +118,9 @@ const claimAcrossCtes = (returning: string) => `owners AS (
   -- SCHEDULED is the reconciler's (the index is not the truth). Only rows of partitions whose epoch
   -- is current are locked: a fenced round of an old owner, still firing until it learns of the
   -- bump, locks nothing, so the new owner's round does not skip the rows it asks for (measured: a
-  -- job skipped that way waited ~3.7 s for the reconciler).
+  -- job skipped that way waited ~3.7 s for the reconciler). The lookup's own partition filter is
+  -- the only one: filtered again by owners (a semi-join), a table without statistics yet (a fresh
+  -- schema, a burst before autovacuum's first analyze) ran every lookup once per owned partition.
   target AS (
     SELECT j.job_id, j.partition
     FROM (SELECT DISTINCT unnest($3::text[]) AS job_id ORDER BY 1) ids
@@ -127,7 +129,7 @@ const claimAcrossCtes = (returning: string) => `owners AS (
       WHERE job_id = ids.job_id AND partition = ANY(ARRAY(SELECT partition FROM owners))
       OFFSET 0
       FOR UPDATE SKIP LOCKED) j
-    WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND j.partition IN (SELECT partition FROM owners)),
+    WHERE j.state = 'SCHEDULED' AND j.due_at <= now()),
   -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
   -- rescan re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst); joined to
   -- owners, the plan scanned the whole list once per owned partition (12 scans of 2,000 ids, 22,000
