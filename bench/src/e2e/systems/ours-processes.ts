@@ -41,7 +41,12 @@ export function startScheduler(hub: StartHub, schema: string, topic: string, n: 
     marker: 'SCHEDULER_READY',
     onStarts: hub.onStarts,
     // The pending workload reads the live heap after a forced collection (POST /debug/gc).
-    nodeFlags: ['--expose-gc'],
+    // E2E_OURS_SCHEDULER_NODE_FLAGS (space-separated, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`)
+    // adds Node flags NODE_OPTIONS refuses; a development override like the env ones.
+    nodeFlags: [
+      '--expose-gc',
+      ...(process.env.E2E_OURS_SCHEDULER_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    ],
     env: {
       ...baseEnv(schema, topic),
       SCHED_GROUP_ID: `${schema}-sched`,
@@ -51,6 +56,33 @@ export function startScheduler(hub: StartHub, schema: string, topic: string, n: 
     },
   });
 }
+
+/**
+ * `E2E_OURS_HOLD_WORKER_MS`: a development override that stops (SIGSTOP) each session's worker for
+ * that long once it is ready, then lets it go on (SIGCONT), so that on a shared host a workload's
+ * `due→on kafka` evidence shows the dispatch path (claim, outbox, Debezium, Kafka) without the
+ * worker's competition for the same cores. Its start figures then measure the hold, not the system.
+ * Returns what lets the worker go early (idempotent); 0 or unset holds nothing.
+ */
+export function holdWorker(worker: Child): () => void {
+  const ms = Number(process.env.E2E_OURS_HOLD_WORKER_MS ?? 0);
+  if (!(ms > 0)) return () => undefined;
+  worker.child.kill('SIGSTOP');
+  let held = true;
+  const release = () => {
+    if (!held) return;
+    held = false;
+    clearTimeout(timer);
+    worker.child.kill('SIGCONT');
+  };
+  const timer = setTimeout(release, ms);
+  return release;
+}
+
+export const holdKnob = (): Record<string, string> =>
+  process.env.E2E_OURS_HOLD_WORKER_MS
+    ? { 'worker held after start ms': process.env.E2E_OURS_HOLD_WORKER_MS }
+    : {};
 
 export const prefixed = (p: string, o: Record<string, string>) =>
   Object.fromEntries(Object.entries(o).map(([k, v]) => [`${p}${k}`, v]));

@@ -15,7 +15,15 @@ import type { Child } from '../child-process.js';
 import type { StartHub, StartLog } from '../start-log.js';
 import { encodeJobRef } from '../workers/report-starts.js';
 import { gitRevision, packageVersion, rssOf } from './host-info.js';
-import { overrides, prefixed, stackProcessGroups, startScheduler, startWorker } from './ours-processes.js';
+import {
+  holdKnob,
+  holdWorker,
+  overrides,
+  prefixed,
+  stackProcessGroups,
+  startScheduler,
+  startWorker,
+} from './ours-processes.js';
 import {
   CREATE_BATCH,
   CREATE_BATCHES_IN_FLIGHT,
@@ -87,6 +95,7 @@ export function oursFactory(hub: StartHub): SystemFactory {
           ...OURS_KNOBS,
           ...prefixed('scheduler override ', overrides('E2E_OURS_SCHEDULER_ENV')),
           ...prefixed('worker override ', overrides('E2E_OURS_WORKER_ENV')),
+          ...holdKnob(),
         },
       };
     },
@@ -102,6 +111,8 @@ export function oursFactory(hub: StartHub): SystemFactory {
 class OursSession implements SystemSession {
   readonly system = 'ours' as const;
   private restarts = 0;
+  /** Lets a worker held by `E2E_OURS_HOLD_WORKER_MS` go on (before it is stopped or killed). */
+  private releaseHold: () => void = () => undefined;
 
   private constructor(
     private readonly hub: StartHub,
@@ -174,7 +185,7 @@ class OursSession implements SystemSession {
     const infra = await stackProcessGroups();
     const scheduler = await startScheduler(hub, schema, topic, 0);
     const worker = await startWorker(hub, schema, topic, queue, 0);
-    return new OursSession(
+    const session = new OursSession(
       hub,
       contracts,
       schema,
@@ -188,6 +199,8 @@ class OursSession implements SystemSession {
       worker,
       infra,
     );
+    session.releaseHold = holdWorker(worker);
+    return session;
   }
 
   cpuGroups(): Record<string, number[]> {
@@ -302,6 +315,7 @@ class OursSession implements SystemSession {
       await this.scheduler.kill9();
       this.scheduler = await startScheduler(this.hub, this.schema, this.topic, n);
     } else {
+      this.releaseHold();
       await this.worker.kill9();
       this.worker = await startWorker(this.hub, this.schema, this.topic, this.queue, n);
     }
@@ -336,6 +350,7 @@ class OursSession implements SystemSession {
   }
 
   async close(): Promise<void> {
+    this.releaseHold();
     await Promise.allSettled([this.worker.stop(), this.scheduler.stop()]);
     await this.tap.stop().catch(() => undefined);
     await this.admin.disconnect().catch(() => undefined);
