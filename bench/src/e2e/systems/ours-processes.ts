@@ -65,8 +65,8 @@ export function startScheduler(hub: StartHub, schema: string, topic: string, n: 
  * Returns what lets the worker go early (idempotent); 0 or unset holds nothing.
  */
 export function holdWorker(worker: Child): () => void {
-  const ms = Number(process.env.E2E_OURS_HOLD_WORKER_MS ?? 0);
-  if (!(ms > 0)) return () => undefined;
+  const ms = holdWorkerMs(process.env.E2E_OURS_HOLD_WORKER_MS);
+  if (ms === 0) return () => undefined;
   worker.child.kill('SIGSTOP');
   let held = true;
   const release = () => {
@@ -77,6 +77,17 @@ export function holdWorker(worker: Child): () => void {
   };
   const timer = setTimeout(release, ms);
   return release;
+}
+
+/** `E2E_OURS_HOLD_WORKER_MS` as milliseconds: 0 when unset or empty; a bad value is refused. */
+export function holdWorkerMs(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === '') return 0;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 0 || ms > 600_000)
+    throw new Error(
+      `E2E_OURS_HOLD_WORKER_MS: "${raw}" is not a whole number of milliseconds from 0 to 600000`,
+    );
+  return ms;
 }
 
 export const holdKnob = (): Record<string, string> =>
