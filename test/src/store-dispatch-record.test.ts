@@ -21,6 +21,7 @@ import {
   type NewJob,
 } from '@sched/store';
 import { endpoints, uniqueName } from './support/isolation.js';
+import { Collector, ensureTopics, sleep } from './support/kafka.js';
 import { newJob } from './support/new-job.js';
 
 /** Avro's long (zig-zag, then base-128 varint, low group first), over the whole 64-bit range. */
@@ -39,7 +40,9 @@ function avroLong(v: bigint): Buffer {
  * The Dispatch record a firing round has Postgres write (migration 010, `jobClaimDueDispatch`) must
  * be the record the contracts' encoder writes: workers read it with the registered schema. Compared
  * decoded (a jsonb map's key order is not the caller's) and, where no map reorders, byte for byte.
- * The schema is not published to Debezium: the header carries a made-up schema id.
+ * The records are read where workers read them, on the dispatch topics (outbox records are logical
+ * decoding messages, migration 014: Debezium hands them on whatever the schema's publication).
+ * The header carries a made-up schema id: the bytes are compared, nothing asks the registry.
  */
 describe('store: the Dispatch record written in SQL', () => {
   let pool: pg.Pool;
@@ -47,13 +50,19 @@ describe('store: the Dispatch record written in SQL', () => {
   const codec = new SubjectCodec<Dispatch, DispatchInput>(DISPATCH_CONTRACT);
   codec.useSchemaId(4711);
 
+  let collector: Collector;
+
   beforeAll(async () => {
     const { databaseUrl } = endpoints();
     schema = uniqueName('sqlrec').toLowerCase();
+    const topics = ['sched.dispatch.default', 'sched.dispatch.q-sql'];
+    await ensureTopics(topics.map((topic) => ({ topic, partitions: 3 })));
+    collector = await new Collector(topics, false).start();
     await migrate(databaseUrl, { schema, publishOutbox: false });
     pool = createPool({ databaseUrl, schema, max: 2 });
   });
   afterAll(async () => {
+    await collector?.stop();
     await pool?.end();
     if (schema) await dropSchema(endpoints().databaseUrl, schema);
   });
@@ -113,42 +122,47 @@ describe('store: the Dispatch record written in SQL', () => {
     { ...newJob(`${prefix}empty-payload`, due), payload: Buffer.alloc(0) },
   ];
 
-  /** Each job's outbox row holds the record the contracts' encoder writes for it. */
+  /**
+   * Each job's outbox record reached its queue's dispatch topic once (through Debezium and the
+   * connector's record router), keyed by the job id, with the outbox headers and the record the
+   * contracts' encoder writes for it.
+   */
   async function expectRecords(
     jobs: NewJob[],
     dispatched: { jobId: string; dueAtMs: number; claimedAtMs: number; eventId?: string }[],
     partition: number,
     epoch: number,
   ): Promise<void> {
-    const { rows } = await pool.query<{
-      id: string;
-      aggregatetype: string;
-      aggregateid: string;
-      type: string;
-      payload: Buffer;
-      version: number;
-      attempt: number;
-      epoch: number;
-    }>(
-      'SELECT id, aggregatetype, aggregateid, type, payload, version, attempt, epoch FROM outbox WHERE job_id = ANY($1)',
-      [jobs.map((j) => j.jobId)],
-    );
+    const ids = new Set(jobs.map((j) => j.jobId));
+    const mine = () => collector.raw.filter((m) => ids.has(m.key?.toString() ?? ''));
+    await collector.waitFor(() => mine().length >= jobs.length, 30_000, `${jobs.length} dispatch records`);
+    await sleep(300); // a second record of a job would be a duplicate: give it time to show
+    const text = (v: unknown) => (v === undefined || v === null ? v : Buffer.from(v as Buffer).toString());
+    const rows = mine().map((m) => ({
+      topic: m.topic,
+      key: m.key!.toString(),
+      headers: Object.fromEntries(Object.entries(m.headers).map(([k, v]) => [k, text(v)])),
+      payload: m.value!,
+    }));
     expect(rows).toHaveLength(jobs.length);
     for (const job of jobs) {
       const claim = dispatched.find((c) => c.jobId === job.jobId)!;
-      const row = rows.find((r) => r.aggregateid === job.jobId)!;
-      expect(row).toMatchObject({
-        aggregatetype: `dispatch.${job.queue}`,
-        type: 'Dispatch',
-        version: 1,
-        attempt: 1,
-        epoch,
+      const row = rows.find((r) => r.key === job.jobId)!;
+      expect(row.topic).toBe(`sched.dispatch.${job.queue}`);
+      expect(row.headers).toEqual({
+        id: row.headers.id,
+        eventType: 'Dispatch',
+        jobId: job.jobId,
+        version: '1',
+        attempt: '1',
+        epoch: String(epoch),
+        tenantId: job.tenantId,
       });
-      if (claim.eventId !== undefined) expect(row.id).toBe(claim.eventId);
+      if (claim.eventId !== undefined) expect(row.headers.id).toBe(claim.eventId);
       expect(claim.dueAtMs).toBe(job.dueAtMs);
       expect(claim.claimedAtMs).toBeGreaterThanOrEqual(job.dueAtMs);
       const expected: DispatchInput = {
-        eventId: row.id,
+        eventId: row.headers.id as string,
         jobId: job.jobId,
         tenantId: job.tenantId,
         queue: job.queue,
@@ -177,9 +191,9 @@ describe('store: the Dispatch record written in SQL', () => {
     }
   }
 
-  it('claims and writes each outbox row with the record the contracts encode', async () => {
+  it('claims and emits each outbox record with the record the contracts encode', async () => {
     const own = await partitionClaim(pool, 3, 'sql-record');
-    const jobs = sampleJobs('claim-', Date.now() - 1_000);
+    const jobs = sampleJobs(`${schema}-claim-`, Date.now() - 1_000);
     await inTransaction(pool, (c) => jobCreateBatch(c, 3, own.epoch, jobs));
     const out = await jobClaimDueDispatch(
       pool,
@@ -197,8 +211,8 @@ describe('store: the Dispatch record written in SQL', () => {
 
   it('the catch-up claims overdue jobs with the same record, in the same statement', async () => {
     const own = await partitionClaim(pool, 4, 'sql-record');
-    const jobs = sampleJobs('catch-up-', Date.now() - 10_000);
-    const later = newJob('catch-up-later', Date.now() + 3_600_000);
+    const jobs = sampleJobs(`${schema}-catch-up-`, Date.now() - 10_000);
+    const later = newJob(`${schema}-catch-up-later`, Date.now() + 3_600_000);
     await inTransaction(pool, (c) => jobCreateBatch(c, 4, own.epoch, [...jobs, later]));
     const owned = [{ partition: 4, epoch: own.epoch }];
     const claimed = await jobReconcileDueDispatch(pool, owned, 100, 60_000, 1_000, codec.header());
@@ -213,5 +227,67 @@ describe('store: the Dispatch record written in SQL', () => {
     const stale = [{ partition: 4, epoch: own.epoch - 1 }];
     expect(await jobReconcileDueDispatch(pool, stale, 100, 60_000, 1_000, codec.header())).toEqual([]);
     await expectRecords(jobs, claimed, 4, own.epoch);
+  });
+  /** Layout 1 of an outbox record's content, as LogicalMessageRouter.java reads it. */
+  function contentOf(
+    topic: string,
+    key: string | null,
+    headers: [string, string | null][],
+    value: Buffer,
+  ): Buffer {
+    const u16 = (b: Buffer | null) => {
+      const out = Buffer.alloc(2);
+      out.writeUInt16BE(b === null ? 0xffff : b.length);
+      return b === null ? out : Buffer.concat([out, b]);
+    };
+    const str = (v: string | null) => (v === null ? null : Buffer.from(v, 'utf8'));
+    return Buffer.concat([
+      Buffer.from([1, Buffer.byteLength(topic)]),
+      Buffer.from(topic),
+      u16(str(key)),
+      Buffer.from([headers.length]),
+      ...headers.flatMap(([n, v]) => [Buffer.from([Buffer.byteLength(n)]), Buffer.from(n), u16(str(v))]),
+      value,
+    ]);
+  }
+
+  it('builds an outbox record content in layout 1 (topic, key, the seven headers, a NULL one as no value)', async () => {
+    const { rows } = await pool.query<{ c: Buffer }>(
+      `SELECT sched_outbox_content('events', 'jöb-1', '6f1c1d9e-0000-4000-8000-000000000001', 'JobEvent', 'jöb-1',
+                                   3, 2, NULL, 'tenant-ü', '\\x00ff'::bytea) AS c`,
+    );
+    expect(rows[0]!.c.toString('hex')).toBe(
+      contentOf(
+        'sched.events',
+        'jöb-1',
+        [
+          ['id', '6f1c1d9e-0000-4000-8000-000000000001'],
+          ['eventType', 'JobEvent'],
+          ['jobId', 'jöb-1'],
+          ['version', '3'],
+          ['attempt', '2'],
+          ['epoch', null],
+          ['tenantId', 'tenant-ü'],
+        ],
+        Buffer.from([0, 255]),
+      ).toString('hex'),
+    );
+  });
+
+  it('refuses a key too long for the layout with SCHED_E_RECORD_FIELD_TOO_LONG and emits nothing', async () => {
+    const key = `${schema}-${'k'.repeat(70_000)}`;
+    const err = await pool
+      .query(
+        `SELECT sched_outbox_emit('dispatch.default', $1, gen_random_uuid()::text, 'Dispatch', $1, 1, 1, 1, 'default', '\\x00')`,
+        [key],
+      )
+      .catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(
+      /^SCHED_E_RECORD_FIELD_TOO_LONG: an outbox key or header value of 70\d{3} bytes/,
+    );
+    // The statement failed, so its transaction emitted nothing: no record of that key on the topic.
+    await sleep(500);
+    expect(collector.raw.filter((m) => m.key?.toString() === key)).toEqual([]);
   });
 });

@@ -12,6 +12,7 @@ import {
   type ConnectorPlaceholder,
 } from './connector.js';
 import { recipeVersions } from './distributions.js';
+import { RECORD_ROUTER_CLASS, RECORD_ROUTER_SOURCE } from './connect-smt.js';
 import { DEFAULT_PORTS, REPO_ROOT } from './settings.js';
 import { STACK_TOPICS } from './topics.js';
 
@@ -160,6 +161,20 @@ describe('docker-compose.yml agrees with deploy/local', () => {
     expect(readFileSync(join(REPO_ROOT, 'deploy/local/compose/postgres-init.sql'), 'utf8')).toMatch(
       /CREATE DATABASE registry/,
     );
+  });
+
+  it('builds the same record router into a volume on the Connect plugin path, against the pinned Kafka', () => {
+    const build = svc('connect-smt');
+    const mounts = build.volumes ?? [];
+    const src = mounts.find((v) => v.endsWith(`:${env('connect-smt').SMT_SOURCE}:ro`))?.split(':')[0];
+    expect(resolve(REPO_ROOT, src ?? '')).toBe(RECORD_ROUTER_SOURCE);
+    expect(env('connect-smt').KAFKA_VERSION).toBe(recipeVersions().kafka);
+    const out = mounts.find((v) => v.endsWith(`:${env('connect-smt').SMT_OUT}`))?.split(':')[0];
+    expect(out).toBeTruthy();
+    expect(svc('connect').volumes ?? []).toContain(`${out}:/kafka/connect/sched-connect-smt:ro`);
+    const script = readFileSync(join(REPO_ROOT, 'deploy/local/compose/build-smt.sh'), 'utf8');
+    expect(script).toContain(`echo ${RECORD_ROUTER_CLASS} >`);
+    expect(script).toContain('META-INF/services/org.apache.kafka.connect.transforms.Transformation');
   });
 
   it('pins the images to the versions of the recipe', () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { CDC_HEARTBEAT_TABLE } from '@sched/store';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { CONNECTOR_NAME, CONNECTOR_PLACEHOLDERS, connectorConfig, connectorTemplate } from './connector.js';
+import { RECORD_ROUTER_CLASS } from './connect-smt.js';
 
 describe('the outbox connector file', () => {
   const t = connectorTemplate();
@@ -42,7 +45,7 @@ describe('the outbox connector file', () => {
     const beat = t['heartbeat.action.query']!;
     expect(beat).toContain(`(DELETE FROM ${CDC_HEARTBEAT_TABLE})`);
     expect(beat).toContain(`INSERT INTO ${CDC_HEARTBEAT_TABLE} `);
-    expect(t.transforms?.split(',')).toEqual(['heartbeat', 'outbox']);
+    expect(t.transforms?.split(',')).toEqual(['heartbeat', 'outbox', 'record']);
     expect(t['transforms.heartbeat.type']).toBe('org.apache.kafka.connect.transforms.Filter');
     const pred = t['transforms.heartbeat.predicate']!;
     expect(t[`predicates.${pred}.type`]).toBe(
@@ -52,6 +55,37 @@ describe('the outbox connector file', () => {
     expect(dropped.test('sched.sched_cdc.heartbeat')).toBe(true);
     for (const kept of ['sched.public.outbox', 'sched.t_abc.outbox', '__debezium-heartbeat.sched'])
       expect(dropped.test(kept)).toBe(false);
+  });
+
+  it("hands the store's outbox records (logical decoding messages of its prefix) to our router, and only table rows to Debezium's", () => {
+    // The store emits them (migration 014) under the prefix the router reads.
+    const migration = readFileSync(
+      fileURLToPath(
+        new URL('../../../libs/store/migrations/014_outbox_as_logical_messages.sql', import.meta.url),
+      ),
+      'utf8',
+    );
+    const prefix = t['transforms.record.prefix']!;
+    expect(migration).toContain(`pg_logical_emit_message(true, '${prefix}',`);
+    const included = new RegExp(`^(?:${t['message.prefix.include.list']})$`);
+    expect(included.test(prefix)).toBe(true);
+    for (const no of ['sched.record.v2', 'other', 'sched-record-v1']) expect(included.test(no)).toBe(false);
+    expect(t['transforms.record.type']).toBe(RECORD_ROUTER_CLASS);
+    // Debezium puts every message on `<topic.prefix>.message`: the router sees those, the outbox
+    // router everything else.
+    const pred = t['transforms.record.predicate']!;
+    expect(t['transforms.outbox.predicate']).toBe(pred);
+    expect(t['transforms.outbox.negate']).toBe('true');
+    expect(t['transforms.record.negate']).toBeUndefined();
+    const messages = new RegExp(`^(?:${t[`predicates.${pred}.pattern`]})$`);
+    expect(messages.test(`${t['topic.prefix']}.message`)).toBe(true);
+    for (const no of [
+      'sched.public.outbox',
+      'sched.t_abc.outbox',
+      'sched.messages',
+      '__debezium-heartbeat.sched',
+    ])
+      expect(messages.test(no)).toBe(false);
   });
 
   it('passes key and payload through as bytes, with the outbox columns as headers', () => {

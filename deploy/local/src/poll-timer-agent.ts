@@ -1,7 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { cachedJar } from './java-jar.js';
 import { PACKAGE_DIR, type StackSettings } from './settings.js';
 
 /**
@@ -27,52 +25,17 @@ export function pollTimerAgentJar(
     say('connect: poll-timer agent off (SCHED_CONNECT_POLL_TIMER_FIX=false)');
     return undefined;
   }
-  const source = readFileSync(POLL_TIMER_AGENT_SOURCE);
-  const digest = createHash('sha256').update(source).digest('hex').slice(0, 12);
-  const dir = join(s.cacheDir, `poll-timer-agent-${digest}`);
-  const jarPath = join(dir, 'poll-timer-agent.jar');
-  if (existsSync(jarPath)) return jarPath;
-
-  const bin = dirname(java);
-  const javac = join(bin, 'javac');
-  const jarTool = join(bin, 'jar');
-  if (!existsSync(javac) || !existsSync(jarTool)) {
-    say(`connect: no javac/jar next to ${java} (a JRE?): starting without the poll-timer agent`);
-    return undefined;
-  }
-  // Several stacks share the cache: build in a directory of our own, then move the jar into
-  // place with one rename (atomic; a jar already there is as good as ours), never deleting one.
-  const work = `${dir}.tmp-${process.pid}`;
-  rmSync(work, { recursive: true, force: true });
-  mkdirSync(join(work, 'classes'), { recursive: true });
-  writeFileSync(join(work, 'MANIFEST.MF'), 'Premain-Class: PollTimerAgent\n');
-  const run = (cmd: string, args: string[]): void => {
-    const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000 });
-    if (r.status !== 0) {
-      throw new Error(`${cmd} ${args.join(' ')} failed: ${(r.stderr || r.stdout || String(r.error)).trim()}`);
-    }
-  };
   try {
-    run(javac, ['--release', '17', '-d', join(work, 'classes'), POLL_TIMER_AGENT_SOURCE]);
-    run(jarTool, [
-      '--create',
-      '--file',
-      join(work, 'poll-timer-agent.jar'),
-      '--manifest',
-      join(work, 'MANIFEST.MF'),
-      '-C',
-      join(work, 'classes'),
-      '.',
-    ]);
-    mkdirSync(dir, { recursive: true });
-    renameSync(join(work, 'poll-timer-agent.jar'), jarPath);
+    const { path, built } = cachedJar(s.cacheDir, java, {
+      name: 'poll-timer-agent',
+      jar: 'poll-timer-agent.jar',
+      sources: [POLL_TIMER_AGENT_SOURCE],
+      manifest: 'Premain-Class: PollTimerAgent\n',
+    });
+    if (built) say(`connect: built the poll-timer agent (${path})`);
+    return path;
   } catch (err) {
-    if (existsSync(jarPath)) return jarPath;
     say(`connect: could not build the poll-timer agent, starting without it: ${(err as Error).message}`);
     return undefined;
-  } finally {
-    rmSync(work, { recursive: true, force: true });
   }
-  say(`connect: built the poll-timer agent (${jarPath})`);
-  return jarPath;
 }

@@ -13,6 +13,7 @@ import {
 } from './connector.js';
 import { startConnect } from './connect-worker.js';
 import { pollTimerAgentJar } from './poll-timer-agent.js';
+import { recordRouterPluginDir } from './connect-smt.js';
 import {
   LABEL,
   redact,
@@ -205,7 +206,14 @@ export async function startConnectService(ctx: StackContext): Promise<void> {
     await requireServicePorts(ctx, 'connect');
     const dist = await ctx.distributions();
     const agent = pollTimerAgentJar(ctx.s, java.java, ctx.say);
-    pid = startConnect(ctx.s, java.java, dist.kafkaLibDir, dist.debeziumPluginPath, agent);
+    const router = recordRouterPluginDir(
+      ctx.s.cacheDir,
+      java.java,
+      dist.kafkaLibDir,
+      dist.versions.kafka,
+      ctx.say,
+    );
+    pid = startConnect(ctx.s, java.java, dist.kafkaLibDir, `${dist.debeziumPluginPath},${router}`, agent);
     ctx.say(`connect: starting (pid ${pid}, Debezium ${dist.versions.debezium})`);
   }
   const abort = abortIfDead(ctx, 'connect', pid);

@@ -1,6 +1,6 @@
 /**
  * The Dispatch record (schemas/avro/Dispatch.avsc) as Postgres writes it: the CTEs that encode it
- * per claimed row and insert the outbox row, and what a dispatching statement hands back. The SQL
+ * per claimed row and emit its outbox record, and what a dispatching statement hands back. The SQL
  * functions they call are migrations 010 and 011's.
  */
 
@@ -14,7 +14,7 @@ export interface DispatchedJob {
   dueAtMs: number;
   /** Database time of the claim: never before dueAtMs. */
   claimedAtMs: number;
-  /** The outbox row's id, the record's eventId. */
+  /** The outbox record's id, the record's eventId. */
   eventId: string;
 }
 
@@ -45,7 +45,10 @@ export const DISPATCH_SOURCE_COLUMNS = `j.job_id, j.partition, j.claim_epoch AS 
          j.attempt, j.due_at, now() AS claimed_at, j.payload, j.priority, j.business_key, j.execution_timeout_ms,
          j.headers, j.schedule_id, j.occurrence_at`;
 
-/** What a dispatching statement hands back per job, from `enc e`. */
+/**
+ * What a dispatching statement hands back per job, from `written e`. Reading `written` is what
+ * emits each job's outbox record: a dispatching statement must read every row of it.
+ */
 export const DISPATCHED_COLUMNS = `e.job_id, e.partition, e.epoch, e.version, e.attempt, e.due_ms, e.claimed_ms, e.event_id`;
 
 export interface DispatchedRow {
@@ -72,9 +75,10 @@ export const toDispatched = (r: DispatchedRow): DispatchedJob => ({
 
 /**
  * CTEs `z`, `y`, `enc` and `written` that encode a Dispatch record (schemas/avro/Dispatch.avsc) per row of
- * the CTE `source` with the functions of migrations 010 and 011 and insert it as an outbox row; `enc` keeps
- * job_id, partition, epoch, version, attempt, due_ms, claimed_ms and event_id for the caller's
- * final SELECT. `source` has the columns job_id, partition, epoch, tenant_id, queue, version,
+ * the CTE `source` with the functions of migrations 010 and 011 and emit it as an outbox record (a
+ * transactional logical decoding message, migration 014); `written` keeps job_id, partition, epoch,
+ * version, attempt, due_ms, claimed_ms and event_id for the caller's final SELECT, which must read all
+ * of its rows (each is emitted as it is read). `source` has the columns job_id, partition, epoch, tenant_id, queue, version,
  * attempt, due_at, claimed_at, payload, priority, business_key, execution_timeout_ms, headers,
  * schedule_id and occurrence_at; `header` is the parameter holding the Confluent framing.
  * `idempotencyKey` is the businessKey, else the job id, as `idempotencyKeyOf` in the scheduler.
@@ -128,9 +132,11 @@ export const dispatchRecordCtes = (source: string, header: string): string => `
                       ELSE '\\x02'::bytea || sched_avro_varint_ms(y.z_occurrence) END
               || sched_avro_string_map(y.headers) AS record
        FROM y),
+     -- The outbox record of each job: a transactional logical decoding message (migration 014), emitted
+     -- as this CTE's rows are read. The caller's final SELECT reads every row of it.
      written AS (
-       INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
-       SELECT e.event_id, 'dispatch.' || e.queue, e.job_id, 'Dispatch', e.record, e.job_id, e.version, e.attempt,
-              e.epoch, e.tenant_id
+       SELECT ${DISPATCHED_COLUMNS},
+              sched_outbox_emit('dispatch.' || e.queue, e.job_id, e.event_id::text, 'Dispatch', e.job_id,
+                                e.version, e.attempt, e.epoch, e.tenant_id, e.record) AS lsn
        FROM enc e)
 `;

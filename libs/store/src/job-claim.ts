@@ -208,7 +208,7 @@ export async function jobClaimDueDispatch(
      ${dispatchRecordCtes('claimed', '$5')}
      SELECT m.now_ms, m.current, ${DISPATCHED_COLUMNS}
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
-     LEFT JOIN enc e ON true`,
+     LEFT JOIN written e ON true`,
       [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs, dispatchHeader],
       jobIds.length,
     ),
@@ -271,7 +271,7 @@ export async function jobReconcileDueDispatch(
     text: `WITH ${reconcileCtes},
      claimed AS (${reconcileUpdate(`RETURNING ${DISPATCH_SOURCE_COLUMNS}`)}),
      ${dispatchRecordCtes('claimed', '$6')}
-     SELECT ${DISPATCHED_COLUMNS} FROM enc e`,
+     SELECT ${DISPATCHED_COLUMNS} FROM written e`,
     values: [
       owned.map((o) => o.partition),
       owned.map((o) => o.epoch),

@@ -150,11 +150,12 @@ export async function jobComplete(
                                      AND dead_letter.same_failure_streak + 1 >= $11
                                 THEN 'failed the same way after ' || (dead_letter.same_failure_streak + 1) || ' replays'
                                 ELSE dead_letter.quarantine_note END),
+     -- The lifecycle event as an outbox record (migration 014): emitted as this one-row CTE is read.
      ev AS (
-       INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
-       SELECT $12::uuid, 'events', job_id, 'JobEvent', $13::bytea, job_id, $14::int, $15::int, $16
+       SELECT count(sched_outbox_emit('events', job_id, $12::uuid::text, 'JobEvent', job_id, $14::int, $15::int,
+                                      NULL, $16, $13::bytea)) AS n
        FROM done WHERE $12::uuid IS NOT NULL)
-     SELECT job_id FROM done`,
+     SELECT job_id FROM done, ev`,
     [
       lease.jobId,
       lease.owner,
@@ -399,12 +400,12 @@ export async function jobSucceedMany(
          SELECT job_id, attempt_id, attempt, version, started_at FROM job WHERE job_id = f.job_id OFFSET 0) j
        WHERE j.attempt_id = f.attempt_id
        ON CONFLICT (attempt_id) DO NOTHING),
+     -- The lifecycle events as outbox records (migration 014): emitted as this one-row CTE is read.
      ev AS (
-       INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, tenant_id)
-       SELECT event_id, 'events', job_id, 'JobEvent', event_payload, job_id, event_version, event_attempt,
-              event_tenant
+       SELECT count(sched_outbox_emit('events', job_id, event_id::text, 'JobEvent', job_id, event_version,
+                                      event_attempt, NULL, event_tenant, event_payload)) AS n
        FROM done WHERE event_id IS NOT NULL)
-     SELECT attempt_id FROM done`,
+     SELECT attempt_id FROM done, ev`,
       [
         reports.map((r) => r.lease.jobId),
         reports.map((r) => r.lease.owner),

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
 
-/** One row of the transactional outbox, as the scheduler's own Node code writes it. */
+/** One record of the transactional outbox, as the scheduler's own Node code writes it. */
 export interface OutboxRow {
   id: string;
   /** `dispatch.<queue>` or `events`: Debezium routes to `sched.<aggregatetype>`. */
@@ -30,7 +30,12 @@ function outboxColumns(rows: readonly OutboxRow[]): unknown[][] {
   ];
 }
 
-/** outbox_insert: appends outbox rows in the caller's transaction, fenced by the partition epoch. */
+/**
+ * outbox_insert: emits outbox records in the caller's transaction, fenced by the partition epoch: each
+ * a transactional logical decoding message (migration 014) that Debezium hands on at commit and the
+ * connector's router turns into the record `sched.<aggregateType>` would have had from an outbox row.
+ * Returns how many were emitted (none when the epoch is not current).
+ */
 export async function outboxInsert(
   client: pg.ClientBase,
   partition: number,
@@ -38,14 +43,14 @@ export async function outboxInsert(
   rows: OutboxRow[],
 ): Promise<number> {
   if (rows.length === 0) return 0;
-  const res = await client.query({
-    name: 'outbox_insert',
+  const res = await client.query<{ n: number }>({
+    name: 'outbox_emit',
     text: `WITH ${FENCE_CTE}
-     INSERT INTO outbox (id, aggregatetype, aggregateid, type, payload, job_id, version, attempt, epoch, tenant_id)
-     SELECT o.id, o.agg_type, o.agg_id, o.type, o.payload, o.job_id, o.version, o.attempt, $2, o.tenant_id
+     SELECT count(sched_outbox_emit(o.agg_type, o.agg_id, o.id::text, o.type, o.job_id, o.version, o.attempt,
+                                    $2::bigint, o.tenant_id, o.payload))::int AS n
      FROM fence, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::bytea[], $8::text[], $9::int[], $10::int[], $11::text[])
        AS o(id, agg_type, agg_id, type, payload, job_id, version, attempt, tenant_id)`,
     values: [partition, epoch, ...outboxColumns(rows)],
   });
-  return res.rowCount ?? 0;
+  return res.rows[0]?.n ?? 0;
 }

@@ -102,8 +102,8 @@ export class Scenario {
   }
 
   /**
-   * What a failing test needs to say where the path stopped: job states and outbox rows in this
-   * scenario's schema, the stack's health, what the collector got, warnings of the test's own Kafka
+   * What a failing test needs to say where the path stopped: job states in this scenario's schema,
+   * the stack's health (with the replication slot's lag), what the collector got, warnings of the test's own Kafka
    * clients and the tail of every app process's log.
    */
   async diagnose(): Promise<string> {
@@ -115,10 +115,6 @@ export class Scenario {
           'SELECT state, count(*) AS n FROM job GROUP BY state ORDER BY state',
         );
         return rows.map((r) => `${r.state} ${r.n}`).join(', ') || 'no jobs';
-      }),
-      part('outbox rows', async () => {
-        const { rows } = await this.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox');
-        return rows[0]!.n;
       }),
       part('stack', async () => {
         const st = await stackStatus({ say: () => undefined });

@@ -1,0 +1,91 @@
+-- 014: the outbox as transactional logical decoding messages instead of table rows.
+--
+-- Every writer of the outbox now calls pg_logical_emit_message(true, 'sched.record.v1', content)
+-- with the content this function builds from the same values it inserted as an outbox row. The
+-- message is part of the writer's transaction (discarded on rollback, decoded at commit, in commit
+-- order), Debezium hands it on as a record of `sched.message`, and the connector's
+-- sched.connect.LogicalMessageRouter (deploy/local/java/smt) turns it into the record the outbox
+-- router made of a row: topic `sched.<aggregatetype>`, key aggregateid, value payload, headers id,
+-- eventType, jobId, version, attempt, epoch and tenantId as strings (a NULL column: a header with no
+-- value). A consumer sees the same record either way.
+--
+-- Why: a row costs a heap insert and an index entry inside the claim, a prune later, pgoutput's
+-- text rendering of all eleven columns (the payload as hex), and Debezium's row envelope and
+-- outbox router. Measured on this project's 2-core machine, 100,000 records in transactions of
+-- 2,000, warm: Connect 64.5 -> 30.8 us of CPU a record, the walsender 8.0 -> 4.1, Kafka 27 -> 17;
+-- all on Kafka 6.0 -> 3.2 s after the first insert.
+--
+-- The outbox table stays: the connector still routes its rows (written by code from before this
+-- migration during a rolling upgrade), and the retention sweep still prunes it.
+--
+-- The content (layout version 1; LogicalMessageRouter.java is its reader), big-endian lengths:
+--   u8 1 | u8 topic length, topic | u16 key length, key | u8 header count,
+--   per header: u8 name length, name, u16 value length (65535: no value), value | the value bytes.
+-- Strings are UTF-8. A key or header value longer than 65,534 bytes cannot be written: the function
+-- raises rather than write content the router would misread.
+
+-- Raises with the given message; typed bytea so it can stand in an expression. Declared IMMUTABLE
+-- so that the SQL functions below that call it are still inlined (a SQL function is inlined only if
+-- all it calls is immutable); it is never folded ahead of time, as its message names a length that
+-- is known only when a row is written.
+CREATE OR REPLACE FUNCTION sched_raise_bytea(msg text) RETURNS bytea
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  RAISE EXCEPTION '%', msg USING ERRCODE = '22001';
+END $$;
+
+-- A u8 length (topics: at most 249 characters in Kafka); too long raises.
+CREATE OR REPLACE FUNCTION sched_u8_len(b bytea) RETURNS bytea
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT CASE
+  WHEN octet_length(b) < 256 THEN substring(int4send(octet_length(b)) FROM 4 FOR 1)
+  ELSE sched_raise_bytea('SCHED_E_RECORD_FIELD_TOO_LONG: an outbox topic of ' || octet_length(b) || ' bytes (at most 255)')
+END $$;
+
+-- A u16 length, big-endian; NULL gives 65535 (no value); too long raises.
+CREATE OR REPLACE FUNCTION sched_u16_len(b bytea) RETURNS bytea
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT CASE
+  WHEN b IS NULL THEN '\xffff'::bytea
+  WHEN octet_length(b) < 65535 THEN substring(int4send(octet_length(b)) FROM 3 FOR 2)
+  ELSE sched_raise_bytea('SCHED_E_RECORD_FIELD_TOO_LONG: an outbox key or header value of '
+                         || octet_length(b) || ' bytes (at most 65,534)')
+END $$;
+
+
+-- The content of one outbox record, from the columns of an outbox row.
+CREATE OR REPLACE FUNCTION sched_outbox_content(
+  aggregatetype text, aggregateid text, id text, type text, job_id text,
+  version integer, attempt integer, epoch bigint, tenant_id text, payload bytea
+) RETURNS bytea
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+SELECT '\x01'::bytea
+  || sched_u8_len(convert_to('sched.' || aggregatetype, 'UTF8')) || convert_to('sched.' || aggregatetype, 'UTF8')
+  || sched_u16_len(convert_to(aggregateid, 'UTF8')) || coalesce(convert_to(aggregateid, 'UTF8'), '')
+  || '\x07'::bytea
+  || '\x02'::bytea || '\x6964'::bytea
+  || sched_u16_len(convert_to(id, 'UTF8')) || coalesce(convert_to(id, 'UTF8'), '')
+  || '\x09'::bytea || convert_to('eventType', 'UTF8')
+  || sched_u16_len(convert_to(type, 'UTF8')) || coalesce(convert_to(type, 'UTF8'), '')
+  || '\x05'::bytea || convert_to('jobId', 'UTF8')
+  || sched_u16_len(convert_to(job_id, 'UTF8')) || coalesce(convert_to(job_id, 'UTF8'), '')
+  || '\x07'::bytea || convert_to('version', 'UTF8')
+  || sched_u16_len(convert_to(version::text, 'UTF8')) || coalesce(convert_to(version::text, 'UTF8'), '')
+  || '\x07'::bytea || convert_to('attempt', 'UTF8')
+  || sched_u16_len(convert_to(attempt::text, 'UTF8')) || coalesce(convert_to(attempt::text, 'UTF8'), '')
+  || '\x05'::bytea || convert_to('epoch', 'UTF8')
+  || sched_u16_len(convert_to(epoch::text, 'UTF8')) || coalesce(convert_to(epoch::text, 'UTF8'), '')
+  || '\x08'::bytea || convert_to('tenantId', 'UTF8')
+  || sched_u16_len(convert_to(tenant_id, 'UTF8')) || coalesce(convert_to(tenant_id, 'UTF8'), '')
+  || payload
+$$;
+
+-- Emits one outbox record as a transactional logical decoding message; returns its LSN.
+CREATE OR REPLACE FUNCTION sched_outbox_emit(
+  aggregatetype text, aggregateid text, id text, type text, job_id text,
+  version integer, attempt integer, epoch bigint, tenant_id text, payload bytea
+) RETURNS pg_lsn
+LANGUAGE sql VOLATILE AS $$
+SELECT pg_logical_emit_message(true, 'sched.record.v1',
+  sched_outbox_content(aggregatetype, aggregateid, id, type, job_id, version, attempt, epoch, tenant_id, payload))
+$$;
