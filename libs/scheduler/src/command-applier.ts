@@ -9,7 +9,7 @@ import {
   jobCancel,
   jobCreateDispatching,
   jobReschedule,
-  outboxInsert,
+  outboxEmit,
   partitionAdvanceOffset,
   scheduleSetState,
   scheduleUpsert,
@@ -380,7 +380,7 @@ export class CommandApplier {
       }
     }
     // The ownership row is locked by this transaction (partitionAdvanceOffset): the epoch holds.
-    await outboxInsert(client, rt.partition, rt.epoch, outbox);
+    await outboxEmit(client, rt.partition, rt.epoch, outbox);
     return { effects, dispatched: dispatchedNow };
   }
 

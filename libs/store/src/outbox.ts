@@ -31,12 +31,12 @@ function outboxColumns(rows: readonly OutboxRow[]): unknown[][] {
 }
 
 /**
- * outbox_insert: emits outbox records in the caller's transaction, fenced by the partition epoch: each
+ * outbox_emit: emits outbox records in the caller's transaction, fenced by the partition epoch: each
  * a transactional logical decoding message (migration 014) that Debezium hands on at commit and the
  * connector's router turns into the record `sched.<aggregateType>` would have had from an outbox row.
  * Returns how many were emitted (none when the epoch is not current).
  */
-export async function outboxInsert(
+export async function outboxEmit(
   client: pg.ClientBase,
   partition: number,
   epoch: number,
