@@ -17,6 +17,7 @@ import {
   jobCreateBatch,
   jobReconcileDueDispatch,
   migrate,
+  outboxEmitReady,
   partitionClaim,
   type NewJob,
 } from '@sched/store';
@@ -285,6 +286,22 @@ describe('store: the Dispatch record written in SQL', () => {
     expect(plan).toContain('pg_logical_emit_message(true');
     for (const fn of ['sched_outbox_emit(', 'sched_outbox_content(', 'sched_u16_len(', 'sched_u8_len('])
       expect(plan).not.toContain(fn);
+  });
+
+  it('says whether a schema has migration 014 (a worker refuses to start on one without it)', async () => {
+    expect(await outboxEmitReady(pool)).toBe(true);
+    const behind = uniqueName('behind').toLowerCase();
+    await migrate(endpoints().databaseUrl, { schema: behind, publishOutbox: false });
+    const other = createPool({ databaseUrl: endpoints().databaseUrl, schema: behind, max: 1 });
+    try {
+      await other.query(
+        'DROP FUNCTION sched_outbox_emit(text, text, text, text, text, integer, integer, bigint, text, bytea)',
+      );
+      expect(await outboxEmitReady(other)).toBe(false);
+    } finally {
+      await other.end();
+      await dropSchema(endpoints().databaseUrl, behind);
+    }
   });
 
   it('refuses a key too long for the layout with SCHED_E_RECORD_FIELD_TOO_LONG and emits nothing', async () => {

@@ -31,7 +31,7 @@ export {
   jobOverdueFair,
 } from './job-claim.js';
 export type { ClaimedJob, OverdueJob, OwnedPartition } from './job-claim.js';
-export { outboxEmit } from './outbox.js';
+export { outboxEmit, outboxEmitReady } from './outbox.js';
 export type { OutboxRow } from './outbox.js';
 export { leaseReap } from './lease-reap.js';
 export type { ReapedJob } from './lease-reap.js';

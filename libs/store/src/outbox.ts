@@ -54,3 +54,15 @@ export async function outboxEmit(
   });
   return res.rows[0]?.n ?? 0;
 }
+
+/**
+ * Whether the schema has migration 014's `sched_outbox_emit`: every writer of outbox records needs
+ * it (a worker writes lifecycle events), and a worker does not migrate. Resolved on the pool's
+ * search path, as the writers' statements are.
+ */
+export async function outboxEmitReady(client: pg.ClientBase | pg.Pool): Promise<boolean> {
+  const { rows } = await client.query<{ ok: boolean }>(
+    `SELECT to_regprocedure('sched_outbox_emit(text, text, text, text, text, integer, integer, bigint, text, bytea)') IS NOT NULL AS ok`,
+  );
+  return rows[0]?.ok === true;
+}

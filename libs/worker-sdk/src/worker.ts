@@ -9,7 +9,13 @@ import {
 } from '@sched/kafka';
 import type { Logger } from '@sched/logging';
 import { resolvePolicy, type RetryPolicy } from '@sched/retry-policy';
-import { leaseAcquireMany, startsToAskAgain, type Lease, type LeaseRequest } from '@sched/store';
+import {
+  leaseAcquireMany,
+  outboxEmitReady,
+  startsToAskAgain,
+  type Lease,
+  type LeaseRequest,
+} from '@sched/store';
 import { Completions } from './completions.js';
 import type { WorkerConfig } from './config.js';
 import { DedupeSet } from './dedupe-set.js';
@@ -183,6 +189,13 @@ export class Worker {
       throw Object.assign(new Error('no handler registered: call handle(queue, fn) first'), {
         code: 'SCHED_E_NO_HANDLER',
       });
+    if (!(await outboxEmitReady(this.d.pool)))
+      throw Object.assign(
+        new Error(
+          'workers write lifecycle events as outbox records, which needs store migration 014 (sched_outbox_emit): migrate the schema first (a scheduler does at start)',
+        ),
+        { code: 'SCHED_E_SCHEMA_BEHIND' },
+      );
     // Before any start: from this beat on, a job of this id that started earlier is a previous
     // process's, orphaned.
     await this.liveness.start();
