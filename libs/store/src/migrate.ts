@@ -21,7 +21,8 @@ export interface MigrateOptions {
   schema?: string;
   /**
    * Add `<schema>.outbox` to the `sched_outbox` publication (created if missing, inserts only),
-   * so Debezium streams it. Default true.
+   * so Debezium streams its rows. Default true. Only the table's rows: outbox records are logical
+   * decoding messages since migration 014, and every schema's reach the slot whatever this says.
    */
   publishOutbox?: boolean;
 }

@@ -61,7 +61,7 @@ public final class LogicalMessageRouter<R extends ConnectRecord<R>> implements T
     Object raw = message.get("content");
     byte[] content = raw instanceof ByteBuffer ? toArray((ByteBuffer) raw) : (byte[]) raw;
     try {
-      return route(record, ByteBuffer.wrap(content));
+      return route(record, value, ByteBuffer.wrap(content));
     } catch (RuntimeException e) {
       throw new DataException(
           "sched.connect.LogicalMessageRouter: message content at "
@@ -74,7 +74,7 @@ public final class LogicalMessageRouter<R extends ConnectRecord<R>> implements T
     }
   }
 
-  private R route(R record, ByteBuffer in) {
+  private R route(R record, Struct value, ByteBuffer in) {
     byte version = in.get();
     if (version != LAYOUT_VERSION) {
       throw new IllegalArgumentException("layout version " + version + ", this router reads " + LAYOUT_VERSION);
@@ -90,7 +90,19 @@ public final class LogicalMessageRouter<R extends ConnectRecord<R>> implements T
     byte[] payload = new byte[in.remaining()];
     in.get(payload);
     return record.newRecord(
-        topic, null, Schema.STRING_SCHEMA, key, Schema.BYTES_SCHEMA, payload, record.timestamp(), headers);
+        topic, null, Schema.STRING_SCHEMA, key, Schema.BYTES_SCHEMA, payload, timestampOf(record, value), headers);
+  }
+
+  /**
+   * The record's timestamp: the event's {@code ts_ms} (when Debezium handled it), as the outbox router
+   * sets it for a row; Debezium leaves a message's record without one.
+   */
+  private static Long timestampOf(ConnectRecord<?> record, Struct value) {
+    if (value.schema().field("ts_ms") != null) {
+      Long ts = value.getInt64("ts_ms");
+      if (ts != null) return ts;
+    }
+    return record.timestamp();
   }
 
   /** A u16 length and that many bytes of UTF-8; the length 65535 is no value (null). */
