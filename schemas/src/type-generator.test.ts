@@ -1,8 +1,15 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AvroRecordSchema } from './avro-schema';
 import type { ContractSchema } from './contract-schemas';
-import { GENERATED_TYPES_FILE, generateTypes, renderGeneratedTypes } from './type-generator';
+import {
+  GENERATED_TYPES_DIR,
+  GENERATED_TYPES_FILE,
+  generateTypeFiles,
+  generateTypes,
+  renderGeneratedTypes,
+} from './type-generator';
 
 const contract = (schema: AvroRecordSchema): ContractSchema => ({
   key: 'command',
@@ -105,10 +112,37 @@ describe('generateTypes', () => {
   });
 });
 
-describe('libs/contracts/src/generated-types.ts', () => {
-  it('is what npm run schemas:gen produces from the current .avsc files', async () => {
-    const committed = readFileSync(GENERATED_TYPES_FILE, 'utf8');
+describe('libs/contracts/src/generated-types.ts and generated/', () => {
+  it('are what npm run schemas:gen produces from the current .avsc files, and nothing else', async () => {
     // On failure: run `npm run schemas:gen` and commit the result.
-    expect(committed).toBe(await renderGeneratedTypes());
+    const files = await renderGeneratedTypes();
+    for (const [path, source] of files)
+      expect({ path, source: readFileSync(join(GENERATED_TYPES_FILE, '..', path), 'utf8') }).toEqual({
+        path,
+        source,
+      });
+    const committed = readdirSync(GENERATED_TYPES_DIR).map((f) => `generated/${f}`);
+    expect(committed.sort()).toEqual([...files.keys()].filter((p) => p.startsWith('generated/')).sort());
+  });
+
+  it('puts each named type in a file of its own, importing what it names from the others', () => {
+    const files = generateTypeFiles([contract(sample)]);
+    expect([...files.keys()].sort()).toEqual([
+      'generated-types.ts',
+      'generated/Apple.ts',
+      'generated/Envelope.ts',
+      'generated/Level.ts',
+      'generated/Pear.ts',
+    ]);
+    const envelope = files.get('generated/Envelope.ts')!;
+    expect(envelope).toContain("import type { Apple, AppleInput } from './Apple';");
+    expect(envelope).toContain("import type { Level } from './Level';");
+    expect(envelope).toContain("import type { Pear, PearInput } from './Pear';");
+    expect(envelope).toContain('export type EnvelopePayload =');
+    expect(files.get('generated/Level.ts')).not.toContain('import');
+    const barrel = files.get('generated-types.ts')!;
+    expect(barrel).toContain("export * from './generated/Envelope';");
+    expect(barrel).toContain("import type { Envelope } from './generated/Envelope';");
+    expect(barrel).toContain("'topic-value': Envelope;");
   });
 });

@@ -78,8 +78,8 @@ export const toDispatched = (r: DispatchedRow): DispatchedJob => ({
  * the CTE `source` with the functions of migrations 010 and 011 and emit it as an outbox record (a
  * transactional logical decoding message, migration 014); `written` keeps job_id, partition, epoch,
  * version, attempt, due_ms, claimed_ms and event_id for the caller's final SELECT, which must read all
- * of its rows (each is emitted as it is read). `source` has the columns job_id, partition, epoch, tenant_id, queue, version,
- * attempt, due_at, claimed_at, payload, priority, business_key, execution_timeout_ms, headers,
+ * of its rows (each is emitted as it is read). `source` has the columns job_id, partition, epoch,
+ * tenant_id, queue, version, attempt, due_at, claimed_at, payload, priority, business_key, execution_timeout_ms, headers,
  * schedule_id and occurrence_at; `header` is the parameter holding the Confluent framing.
  * `idempotencyKey` is the businessKey, else the job id, as `idempotencyKeyOf` in the scheduler.
  */
