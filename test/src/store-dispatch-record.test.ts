@@ -121,6 +121,8 @@ describe('store: the Dispatch record written in SQL', () => {
     },
     { ...newJob(`${prefix}one-header`, due - 10), priority: 70_000, headers: { only: 'one' } },
     { ...newJob(`${prefix}empty-payload`, due), payload: Buffer.alloc(0) },
+    // A timeout of 2^50 ms: an eight-byte varint (avsc reads longs up to 2^52 in magnitude).
+    { ...newJob(`${prefix}long-timeout`, due), executionTimeoutMs: 2 ** 50 },
   ];
 
   /**
@@ -289,6 +291,123 @@ describe('store: the Dispatch record written in SQL', () => {
     expect(plan).toContain('pg_logical_emit_message(true');
     for (const fn of ['sched_outbox_emit(', 'sched_outbox_content(', 'sched_u16_len(', 'sched_u8_len('])
       expect(plan).not.toContain(fn);
+  });
+
+  it('builds a Dispatch record content in layout 2 (migration 015: the fields the router encodes)', async () => {
+    const { rows } = await pool.query<{ c: Buffer; n: Buffer }>(
+      `SELECT sched_dispatch_content('\\x00000012 67'::bytea, '6f1c1d9e-0000-4000-8000-0000000000ff', convert_to('jöb-1', 'UTF8'),
+                                    convert_to('tenant-ü', 'UTF8'), convert_to('q', 'UTF8'), 3, 2, 9, 5,
+                                    1764547200000, 1764547200123, '\\x00ff'::bytea, -3, convert_to('bk', 'UTF8'),
+                                    86400000000, NULL, NULL, '{"k": "v"}'::jsonb) AS c,
+              sched_dispatch_content('\\x00000012 67'::bytea, '6f1c1d9e-0000-4000-8000-0000000000ff', convert_to('j', 'UTF8'),
+                                    convert_to('t', 'UTF8'), convert_to('q', 'UTF8'), 1, 1, 1, 0, 0, 0, '\\x'::bytea, 0,
+                                    NULL, NULL, convert_to('s', 'UTF8'), -1, NULL) AS n`,
+    );
+    const i32 = (v: number) => {
+      const b = Buffer.alloc(4);
+      b.writeInt32BE(v);
+      return b;
+    };
+    const i64 = (v: bigint) => {
+      const b = Buffer.alloc(8);
+      b.writeBigInt64BE(v);
+      return b;
+    };
+    const u16 = (s: string | null) => {
+      const b = Buffer.alloc(2);
+      if (s === null) return (b.writeUInt16BE(0xffff), b);
+      b.writeUInt16BE(Buffer.byteLength(s));
+      return Buffer.concat([b, Buffer.from(s)]);
+    };
+    const framing = Buffer.from('0000001267', 'hex');
+    const uuid = Buffer.from('6f1c1d9e000040008000' + '0000000000ff', 'hex');
+    const map = Buffer.from([2, 2, ...Buffer.from('k'), 2, ...Buffer.from('v'), 0]);
+    expect(rows[0]!.c.toString('hex')).toBe(
+      Buffer.concat([
+        Buffer.from([2, 5]),
+        framing,
+        uuid,
+        u16('jöb-1'),
+        u16('tenant-ü'),
+        Buffer.from([1]),
+        Buffer.from('q'),
+        i32(3),
+        i32(2),
+        i64(9n),
+        i32(5),
+        i64(1_764_547_200_000n),
+        i64(1_764_547_200_123n),
+        i32(2),
+        Buffer.from([0, 255]),
+        i32(-3),
+        u16('bk'),
+        Buffer.from([1]),
+        i64(86_400_000_000n),
+        u16(null),
+        Buffer.from([0]),
+        map,
+      ]).toString('hex'),
+    );
+    expect(rows[0]!.n.toString('hex')).toBe(
+      Buffer.concat([
+        Buffer.from([2, 5]),
+        framing,
+        uuid,
+        u16('j'),
+        u16('t'),
+        Buffer.from([1]),
+        Buffer.from('q'),
+        i32(1),
+        i32(1),
+        i64(1n),
+        i32(0),
+        i64(0n),
+        i64(0n),
+        i32(0),
+        i32(0),
+        u16(null),
+        Buffer.from([0]),
+        u16('s'),
+        Buffer.from([1]),
+        i64(-1n),
+        Buffer.from([0]),
+      ]).toString('hex'),
+    );
+  });
+
+  it('inlines the Dispatch record content into the firing claim (migration 015)', async () => {
+    // The real statement, as the scheduler sends it, planned and not run.
+    let sent: { text: string; values: unknown[] } | undefined;
+    const capture = {
+      query: async (cfg: { text: string; values: unknown[] }) => {
+        sent = cfg;
+        return { rows: [{ now_ms: 0, current: [], job_id: null }] };
+      },
+    };
+    await jobClaimDueDispatch(
+      capture as unknown as pg.Pool,
+      [{ partition: 0, epoch: 1 }],
+      ['j'],
+      1_000,
+      codec.header(),
+    );
+    const { rows } = await pool.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN VERBOSE ${sent!.text}`,
+      sent!.values,
+    );
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).toContain('pg_logical_emit_message(true');
+    for (const fn of ['sched_dispatch_emit(', 'sched_dispatch_content(', 'sched_u16_len(', 'sched_u8_len('])
+      expect(plan).not.toContain(fn);
+  });
+
+  it('refuses a Dispatch record without content with SCHED_E_RECORD_NULL', async () => {
+    const err = await pool
+      .query(`SELECT sched_dispatch_emit(NULL::bytea, 'job-null')`)
+      .catch((e: Error) => e);
+    expect((err as Error).message).toMatch(
+      /^SCHED_E_RECORD_NULL: the Dispatch record of job-null has no content/,
+    );
   });
 
   it('says whether a schema has migration 014 (a worker refuses to start on one without it)', async () => {

@@ -5,7 +5,7 @@ import { PACKAGE_DIR } from './settings.js';
 
 /**
  * The connector's record router (`java/smt/LogicalMessageRouter.java`): turns the outbox records the
- * store emits as logical decoding messages (store migration 014) into the records they name.
+ * store emits as logical decoding messages (store migrations 014 and 015) into the records they name.
  * Compiled against the Kafka release Connect runs, kept in the stack's cache, and put on Connect's
  * `plugin.path` beside Debezium.
  */

@@ -58,15 +58,15 @@ describe('the outbox connector file', () => {
   });
 
   it("hands the store's outbox records (logical decoding messages of its prefix) to our router, and only table rows to Debezium's", () => {
-    // The store emits them (migration 014) under the prefix the router reads.
-    const migration = readFileSync(
-      fileURLToPath(
-        new URL('../../../libs/store/migrations/014_outbox_as_logical_messages.sql', import.meta.url),
-      ),
-      'utf8',
-    );
+    // The store emits them (migration 014; 015 the Dispatch records) under the prefix the router reads.
     const prefix = t['transforms.record.prefix']!;
-    expect(migration).toContain(`pg_logical_emit_message(true, '${prefix}',`);
+    for (const file of ['014_outbox_as_logical_messages.sql', '015_dispatch_record_in_router.sql']) {
+      const migration = readFileSync(
+        fileURLToPath(new URL(`../../../libs/store/migrations/${file}`, import.meta.url)),
+        'utf8',
+      );
+      expect(migration).toContain(`pg_logical_emit_message(true, '${prefix}',`);
+    }
     const included = new RegExp(`^(?:${t['message.prefix.include.list']})$`);
     expect(included.test(prefix)).toBe(true);
     for (const no of ['sched.record.v2', 'other', 'sched-record-v1']) expect(included.test(no)).toBe(false);

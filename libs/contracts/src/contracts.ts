@@ -192,7 +192,8 @@ export class Contracts {
 
   /**
    * The 5 bytes a Dispatch record starts with (magic byte, schema id), for a writer that encodes the
-   * body itself: the scheduler's claim, which has Postgres write the record (store migration 010).
+   * body itself: the scheduler's claim, whose record the connector's router encodes from the fields
+   * Postgres emits (store migration 015).
    */
   dispatchHeader(): Buffer {
     return this.dispatch.header();

@@ -90,8 +90,8 @@ export function dispatchOutboxRow(
 
 /**
  * Claim + outbox, fenced, with no Kafka call (Debezium publishes after commit). A firing round is
- * one statement that Postgres commits on its own (`jobClaimDueDispatch`: the Dispatch records are
- * written in SQL); reconciliation claims and encodes in two statements of one transaction.
+ * one statement that Postgres commits on its own (`jobClaimDueDispatch`: the Dispatch records'
+ * fields are emitted in SQL, the connector's router encodes them); reconciliation claims and encodes in two statements of one transaction.
  */
 export class Claimer {
   /**

@@ -184,13 +184,14 @@ export async function jobClaimDueAcross(
 
 /**
  * A firing round in one statement, and so in one implicit transaction: the fenced claim of
- * `jobClaimDueAcross`, plus an outbox row per claimed job whose payload is its Dispatch record
- * (schemas/avro/Dispatch.avsc, Confluent framing `dispatchHeader`: magic byte and schema id), built
- * by Postgres (`dispatchRecordCtes`). One round trip instead of four (BEGIN, claim,
- * outbox insert, COMMIT), and the claimed rows' payloads and headers never travel to the scheduler
- * and back. The outbox insert needs no fence of its own: it is the claim's statement, under the
- * ownership rows the claim holds. The worker reads the record as any other; `idempotencyKey` is
- * the businessKey, else the job id (`dispatchRecordCtes`).
+ * `jobClaimDueAcross`, plus an outbox record per claimed job: its Dispatch record's fields
+ * (`dispatchRecordCtes`, layout 2 of migration 015, with the Confluent framing `dispatchHeader`:
+ * magic byte and schema id), from which the connector's record router encodes the Avro value
+ * (schemas/avro/Dispatch.avsc). One round trip instead of four (BEGIN, claim, outbox write,
+ * COMMIT), and the claimed rows' payloads and headers never travel to the scheduler and back. The
+ * outbox record needs no fence of its own: it is the claim's statement, under the ownership rows the
+ * claim holds. The worker reads the record as any other; `idempotencyKey` is the businessKey, else
+ * the job id (the router derives it).
  */
 export async function jobClaimDueDispatch(
   client: pg.ClientBase | pg.Pool,

@@ -28,8 +28,8 @@ export function createPool(options: PoolOptions): pg.Pool {
     connectionString: options.databaseUrl,
     max: options.max ?? 8,
     // No JIT: our statements are short and their plans cached, and the claim's Dispatch record
-    // (migration 010) is one large expression that LLVM took seconds to compile once a big batch's
-    // estimated cost passed jit_above_cost.
+    // (migration 010, now 015's field layout) was one large expression that LLVM took seconds to
+    // compile once a big batch's estimated cost passed jit_above_cost.
     options: `-c search_path=${schema} -c jit=off`,
     application_name: options.applicationName ?? 'sched',
     idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,

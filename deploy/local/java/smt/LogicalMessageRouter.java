@@ -2,7 +2,9 @@ package sched.connect;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Map;
+import java.util.UUID;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.connect.connector.ConnectRecord;
 import org.apache.kafka.connect.data.Schema;
@@ -33,6 +35,28 @@ import org.apache.kafka.connect.transforms.Transformation;
  *   the rest: the record's value, as bytes
  * </pre>
  *
+ * <p>Version 2 (store migration 015) is a Dispatch record (schemas/avro/Dispatch.avsc) as its fields,
+ * integers big-endian and signed; this router encodes the record's Avro value and names its topic,
+ * key and headers:
+ *
+ * <pre>
+ *   u8  2
+ *   u8  framing length, framing (Confluent magic byte and schema id: the value's first bytes)
+ *   16 bytes eventId (a UUID, written as its 36-character text)
+ *   u16 length, jobId; u16 length, tenantId; u8 length, queue (topic sched.dispatch.&lt;queue&gt;)
+ *   i32 version, i32 attempt, i64 epoch, i32 partition, i64 dueAtMs, i64 claimedAtMs
+ *   i32 length, payload; i32 priority
+ *   u16 length (65535: null), businessKey
+ *   u8 0 (null) or 1 then i64, executionTimeoutMs
+ *   u16 length (65535: null), scheduleId
+ *   u8 0 (null) or 1 then i64, occurrenceAtMs
+ *   the rest: headers, Avro-encoded already (a map of strings)
+ * </pre>
+ *
+ * The key is jobId; idempotencyKey is businessKey, else jobId; the headers are those layout 1 carries
+ * for a Dispatch record (id, eventType, jobId, version, attempt, epoch, tenantId), so a consumer sees
+ * the same record whichever layout wrote it.
+ *
  * <p>Headers are strings, as Debezium's outbox router with Connect's {@code SimpleHeaderConverter}
  * writes them, so a consumer sees the same bytes whichever path wrote the record. Content that does
  * not parse fails the task with the message's position in the error: nothing is dropped silently.
@@ -41,6 +65,8 @@ public final class LogicalMessageRouter<R extends ConnectRecord<R>> implements T
   public static final String PREFIX_CONFIG = "prefix";
   public static final String DEFAULT_PREFIX = "sched.record.v1";
   static final byte LAYOUT_VERSION = 1;
+  static final byte DISPATCH_LAYOUT_VERSION = 2;
+  static final String DISPATCH_TOPIC_PREFIX = "sched.dispatch.";
   static final int NO_VALUE = 0xffff;
 
   private String prefix = DEFAULT_PREFIX;
@@ -76,8 +102,10 @@ public final class LogicalMessageRouter<R extends ConnectRecord<R>> implements T
 
   private R route(R record, Struct value, ByteBuffer in) {
     byte version = in.get();
+    if (version == DISPATCH_LAYOUT_VERSION) return dispatch(record, value, in);
     if (version != LAYOUT_VERSION) {
-      throw new IllegalArgumentException("layout version " + version + ", this router reads " + LAYOUT_VERSION);
+      throw new IllegalArgumentException(
+          "layout version " + version + ", this router reads " + LAYOUT_VERSION + " and " + DISPATCH_LAYOUT_VERSION);
     }
     String topic = string(in, in.get() & 0xff);
     String key = nullableString(in);
@@ -91,6 +119,147 @@ public final class LogicalMessageRouter<R extends ConnectRecord<R>> implements T
     in.get(payload);
     return record.newRecord(
         topic, null, Schema.STRING_SCHEMA, key, Schema.BYTES_SCHEMA, payload, timestampOf(record, value), headers);
+  }
+
+  /** Layout 2: a Dispatch record's fields, encoded here as Avro (field order of Dispatch.avsc). */
+  private R dispatch(R record, Struct value, ByteBuffer in) {
+    byte[] framing = new byte[in.get() & 0xff];
+    in.get(framing);
+    String eventId = new UUID(in.getLong(), in.getLong()).toString();
+    byte[] jobId = bytes(in, in.getShort() & 0xffff);
+    byte[] tenantId = bytes(in, in.getShort() & 0xffff);
+    byte[] queue = bytes(in, in.get() & 0xff);
+    int version = in.getInt();
+    int attempt = in.getInt();
+    long epoch = in.getLong();
+    int partition = in.getInt();
+    long dueAtMs = in.getLong();
+    long claimedAtMs = in.getLong();
+    int payloadLength = in.getInt();
+    if (payloadLength < 0) throw new IllegalArgumentException("payload length " + payloadLength);
+    int payloadAt = in.position();
+    in.position(payloadAt + payloadLength);
+    int priority = in.getInt();
+    byte[] businessKey = nullableBytes(in);
+    Long executionTimeoutMs = nullableLong(in);
+    byte[] scheduleId = nullableBytes(in);
+    Long occurrenceAtMs = nullableLong(in);
+    int headersAt = in.position();
+
+    AvroOut out = new AvroOut(framing.length + 160 + payloadLength + jobId.length * 2 + in.remaining());
+    out.raw(framing, 0, framing.length);
+    out.string(eventId.getBytes(StandardCharsets.US_ASCII));
+    out.string(jobId);
+    out.string(tenantId);
+    out.string(queue);
+    out.varlong(version);
+    out.varlong(attempt);
+    out.varlong(epoch);
+    out.varlong(partition);
+    out.varlong(dueAtMs);
+    out.varlong(claimedAtMs);
+    out.varlong(payloadLength);
+    out.raw(in.array(), in.arrayOffset() + payloadAt, payloadLength);
+    out.varlong(priority);
+    out.optionalString(businessKey);
+    out.string(businessKey != null ? businessKey : jobId);
+    out.optionalLong(executionTimeoutMs);
+    out.optionalString(scheduleId);
+    out.optionalLong(occurrenceAtMs);
+    out.raw(in.array(), in.arrayOffset() + headersAt, in.limit() - headersAt);
+
+    String job = new String(jobId, StandardCharsets.UTF_8);
+    Headers headers = new ConnectHeaders();
+    headers.addString("id", eventId);
+    headers.addString("eventType", "Dispatch");
+    headers.addString("jobId", job);
+    headers.addString("version", Integer.toString(version));
+    headers.addString("attempt", Integer.toString(attempt));
+    headers.addString("epoch", Long.toString(epoch));
+    headers.addString("tenantId", new String(tenantId, StandardCharsets.UTF_8));
+    String topic = DISPATCH_TOPIC_PREFIX + new String(queue, StandardCharsets.UTF_8);
+    return record.newRecord(
+        topic, null, Schema.STRING_SCHEMA, job, Schema.BYTES_SCHEMA, out.bytes(), timestampOf(record, value), headers);
+  }
+
+  /** Avro's binary encoding, only what the Dispatch record needs, into a growing array. */
+  private static final class AvroOut {
+    private byte[] buf;
+    private int size;
+
+    AvroOut(int capacity) {
+      buf = new byte[Math.max(capacity, 64)];
+    }
+
+    private void room(int n) {
+      if (size + n > buf.length) buf = Arrays.copyOf(buf, Math.max(buf.length * 2, size + n));
+    }
+
+    void raw(byte[] b, int offset, int length) {
+      room(length);
+      System.arraycopy(b, offset, buf, size, length);
+      size += length;
+    }
+
+    /** An int or a long: zig-zag, then base-128 groups, the low group first. */
+    void varlong(long v) {
+      room(10);
+      long z = (v << 1) ^ (v >> 63);
+      while ((z & ~0x7FL) != 0) {
+        buf[size++] = (byte) ((z & 0x7F) | 0x80);
+        z >>>= 7;
+      }
+      buf[size++] = (byte) z;
+    }
+
+    void string(byte[] utf8) {
+      varlong(utf8.length);
+      raw(utf8, 0, utf8.length);
+    }
+
+    /** A ["null", "string"] union: branch 0 for null, else branch 1 and the string. */
+    void optionalString(byte[] utf8) {
+      if (utf8 == null) {
+        varlong(0);
+      } else {
+        varlong(1);
+        string(utf8);
+      }
+    }
+
+    /** A ["null", "long"] union. */
+    void optionalLong(Long v) {
+      if (v == null) {
+        varlong(0);
+      } else {
+        varlong(1);
+        varlong(v);
+      }
+    }
+
+    byte[] bytes() {
+      return size == buf.length ? buf : Arrays.copyOf(buf, size);
+    }
+  }
+
+  private static byte[] bytes(ByteBuffer in, int length) {
+    byte[] out = new byte[length];
+    in.get(out);
+    return out;
+  }
+
+  /** A u16 length and that many bytes; the length 65535 is null. */
+  private static byte[] nullableBytes(ByteBuffer in) {
+    int length = in.getShort() & 0xffff;
+    return length == NO_VALUE ? null : bytes(in, length);
+  }
+
+  /** A u8 flag (0 null, 1 a value) and, if 1, an i64. */
+  private static Long nullableLong(ByteBuffer in) {
+    byte flag = in.get();
+    if (flag == 0) return null;
+    if (flag != 1) throw new IllegalArgumentException("optional flag " + flag);
+    return in.getLong();
   }
 
   /**
