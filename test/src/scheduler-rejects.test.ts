@@ -86,6 +86,11 @@ describe('scheduler: bad input is rejected with a reason, nothing lost', () => {
         ),
         reason: 'INVALID_FIELD',
       },
+      {
+        key: 'bad-12',
+        value: c.encodeCommand(createJob('bad-12', s.queue, now + 1000, { businessKey: 'k'.repeat(501) })),
+        reason: 'INVALID_FIELD',
+      },
     ];
     await s.producer.sendRaw(cases.map((x) => ({ key: x.key, value: x.value })));
     // A good command behind them all on the same (single) partition.

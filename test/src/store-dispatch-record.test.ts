@@ -38,14 +38,15 @@ function avroLong(v: bigint): Buffer {
 }
 
 /**
- * The Dispatch record a firing round has Postgres write (migration 010, `jobClaimDueDispatch`) must
- * be the record the contracts' encoder writes: workers read it with the registered schema. Compared
+ * The Dispatch record of a job a firing round or the catch-up claims (`jobClaimDueDispatch`: Postgres
+ * emits its fields, migration 015, and the connector's record router encodes it) must be the record
+ * the contracts' encoder writes: workers read it with the registered schema. Compared
  * decoded (a jsonb map's key order is not the caller's) and, where no map reorders, byte for byte.
  * The records are read where workers read them, on the dispatch topics (outbox records are logical
  * decoding messages, migration 014: Debezium hands them on whatever the schema's publication).
  * The header carries a made-up schema id: the bytes are compared, nothing asks the registry.
  */
-describe('store: the Dispatch record written in SQL', () => {
+describe('store: the Dispatch record emitted in SQL, encoded by the router', () => {
   let pool: pg.Pool;
   let schema: string;
   const codec = new SubjectCodec<Dispatch, DispatchInput>(DISPATCH_CONTRACT);
@@ -375,30 +376,42 @@ describe('store: the Dispatch record written in SQL', () => {
     );
   });
 
-  it('inlines the Dispatch record content into the firing claim (migration 015)', async () => {
-    // The real statement, as the scheduler sends it, planned and not run.
+  it('inlines the Dispatch record content into the firing and the catch-up claims (migration 015)', async () => {
+    // The real statements, as the scheduler sends them, planned and not run.
     let sent: { text: string; values: unknown[] } | undefined;
     const capture = {
       query: async (cfg: { text: string; values: unknown[] }) => {
         sent = cfg;
         return { rows: [{ now_ms: 0, current: [], job_id: null }] };
       },
-    };
-    await jobClaimDueDispatch(
-      capture as unknown as pg.Pool,
-      [{ partition: 0, epoch: 1 }],
-      ['j'],
-      1_000,
-      codec.header(),
+    } as unknown as pg.Pool;
+    const owned = [{ partition: 0, epoch: 1 }];
+    const statements: { text: string; values: unknown[] }[] = [];
+    await jobClaimDueDispatch(capture, owned, ['j'], 1_000, codec.header());
+    statements.push(sent!);
+    await jobReconcileDueDispatch(capture, owned, 100, 1_000, 1_000, codec.header());
+    statements.push(sent!);
+    for (const st of statements) {
+      const { rows } = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN VERBOSE ${st.text}`, st.values);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan).toContain('pg_logical_emit_message(true');
+      const called = ['sched_dispatch_emit(', 'sched_dispatch_content(', 'sched_u16_len(', 'sched_u8_len('];
+      for (const fn of [...called, 'sched_avro_string_map(', 'sched_ms(']) expect(plan).not.toContain(fn);
+    }
+  });
+
+  it('refuses a Dispatch record field too long for layout 2 with SCHED_E_RECORD_FIELD_TOO_LONG', async () => {
+    const err = await pool
+      .query(
+        `SELECT sched_dispatch_content('\\x0000001267'::bytea, gen_random_uuid(), convert_to('j', 'UTF8'),
+                                      convert_to('t', 'UTF8'), convert_to('q', 'UTF8'), 1, 1, 1, 0, 0, 0, '\\x'::bytea,
+                                      0, convert_to($1, 'UTF8'), NULL, NULL, NULL, NULL)`,
+        ['b'.repeat(70_000)],
+      )
+      .catch((e: Error) => e);
+    expect((err as Error).message).toMatch(
+      /^SCHED_E_RECORD_FIELD_TOO_LONG: an outbox key or header value of 70000 bytes/,
     );
-    const { rows } = await pool.query<{ 'QUERY PLAN': string }>(
-      `EXPLAIN VERBOSE ${sent!.text}`,
-      sent!.values,
-    );
-    const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-    expect(plan).toContain('pg_logical_emit_message(true');
-    for (const fn of ['sched_dispatch_emit(', 'sched_dispatch_content(', 'sched_u16_len(', 'sched_u8_len('])
-      expect(plan).not.toContain(fn);
   });
 
   it('refuses a Dispatch record without content with SCHED_E_RECORD_NULL', async () => {

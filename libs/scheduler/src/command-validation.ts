@@ -22,6 +22,8 @@ export interface KnownNames {
 }
 
 const ID = /^[\x21-\x7e]{1,200}$/;
+/** Longest businessKey a CreateJob may carry (the HTTP API's schema says the same). */
+export const MAX_BUSINESS_KEY_CHARS = 500;
 
 /**
  * Checks a decoded command against the platform's rules before it touches the database.
@@ -62,6 +64,9 @@ export function validateCommand(
           `payload is ${cmd.payload.length} bytes; the limit is ${limits.maxPayloadBytes}`,
         );
       }
+      // As the API's cap; the Dispatch record's layout (store migration 015) carries at most 65,534 bytes.
+      if (cmd.businessKey !== null && cmd.businessKey.length > MAX_BUSINESS_KEY_CHARS)
+        fail(RejectReason.INVALID_FIELD, `businessKey must be at most ${MAX_BUSINESS_KEY_CHARS} characters`);
       if (!Number.isSafeInteger(cmd.priority) || Math.abs(cmd.priority) > 1000)
         fail(RejectReason.INVALID_FIELD, 'priority must be an integer in [-1000, 1000]');
       if (

@@ -1,9 +1,9 @@
 -- 015: the Dispatch record is encoded by the connector's record router, not by the claim.
 --
--- Since 010 every dispatching statement (the firing claim, the catch-up claim, dispatch on create)
--- encoded each job's Dispatch record in Avro in SQL (zig-zag varints, unions, UTF-8 strings) and,
+-- Since 010 the claiming statements (the firing claim and the catch-up claim; a create that
+-- dispatches at once encodes in Node) encoded each job's Dispatch record in Avro in SQL (zig-zag varints, unions, UTF-8 strings) and,
 -- since 014, rendered the record's seven headers as text for the outbox layout (layout 1). That is
--- about a third of the firing claim's CPU in Postgres, on the statement a burst waits for. Here the
+-- about a quarter of the firing claim's CPU in Postgres, on the statement a burst waits for. Here the
 -- statement writes the record's fields in a fixed binary layout (layout 2, below) under the same
 -- message prefix, and sched.connect.LogicalMessageRouter (deploy/local/java/smt) builds from them
 -- the record a consumer sees: the same topic, key, headers and value bytes as layout 1 gave.
@@ -27,7 +27,10 @@
 --   | the rest: headers, already Avro-encoded (a map of strings: migration 010's sched_avro_string_map).
 -- Strings are UTF-8. idempotencyKey is not carried: it is businessKey, else jobId. The Kafka key is
 -- jobId; the headers are id (the eventId), eventType (Dispatch), jobId, version, attempt, epoch and
--- tenantId as text, as in layout 1.
+-- tenantId as text, as in layout 1. Too long for the layout (raises SCHED_E_RECORD_FIELD_TOO_LONG, and
+-- the statement emits nothing): a framing over 255 bytes, a queue over 255 (001 caps it at 64), a
+-- jobId, tenantId, businessKey or scheduleId over 65,534 (commands cap them far lower: ids at 200
+-- characters, a CreateJob's businessKey at 500).
 
 -- The content of one Dispatch record in layout 2. STABLE, as 014's content function: Postgres inlines
 -- a SQL function only if it calls nothing more volatile than it is declared (convert_to is stable),
@@ -39,7 +42,11 @@ CREATE OR REPLACE FUNCTION sched_dispatch_content(
   payload bytea, priority integer, u_bk bytea, timeout_ms bigint, u_sched bytea, occ_ms bigint, headers jsonb
 ) RETURNS bytea
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
-SELECT '\x02'::bytea || substring(int4send(octet_length(framing)) FROM 4 FOR 1) || framing || uuid_send(event_id)
+SELECT '\x02'::bytea
+  || CASE WHEN octet_length(framing) < 256 THEN substring(int4send(octet_length(framing)) FROM 4 FOR 1)
+          ELSE sched_raise_bytea('SCHED_E_RECORD_FIELD_TOO_LONG: a Dispatch framing of ' || octet_length(framing)::text
+                                 || ' bytes (at most 255)') END
+  || framing || uuid_send(event_id)
   || sched_u16_len(u_job) || u_job || sched_u16_len(u_tenant) || u_tenant
   || sched_u8_len(u_queue) || u_queue
   || int4send(version) || int4send(attempt) || int8send(epoch) || int4send(part)

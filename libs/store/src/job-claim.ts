@@ -255,8 +255,8 @@ export async function jobReconcileDue(
 
 /**
  * `jobReconcileDue` and the outbox row of each job it claims, in one statement (so in one implicit
- * transaction, under the ownership rows the claim holds), the Dispatch record encoded by Postgres
- * (`dispatchRecordCtes`) as a firing round's.
+ * transaction, under the ownership rows the claim holds), the Dispatch record's fields emitted as a
+ * firing round's (`dispatchRecordCtes`).
  */
 export async function jobReconcileDueDispatch(
   client: pg.ClientBase | pg.Pool,
