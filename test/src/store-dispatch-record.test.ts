@@ -24,18 +24,7 @@ import {
 import { endpoints, uniqueName } from './support/isolation.js';
 import { Collector, ensureTopics, sleep } from './support/kafka.js';
 import { newJob } from './support/new-job.js';
-
-/** Avro's long (zig-zag, then base-128 varint, low group first), over the whole 64-bit range. */
-function avroLong(v: bigint): Buffer {
-  let z = BigInt.asUintN(64, (v << 1n) ^ (v >> 63n));
-  const out: number[] = [];
-  while (z >= 0x80n) {
-    out.push(Number(z & 0x7fn) | 0x80);
-    z >>= 7n;
-  }
-  out.push(Number(z));
-  return Buffer.from(out);
-}
+import { avroLong, dispatchContent, type DispatchFields } from './support/dispatch-layout.js';
 
 /**
  * The Dispatch record of a job a firing round or the catch-up claims (`jobClaimDueDispatch`: Postgres
@@ -295,85 +284,77 @@ describe('store: the Dispatch record emitted in SQL, encoded by the router', () 
   });
 
   it('builds a Dispatch record content in layout 2 (migration 015: the fields the router encodes)', async () => {
-    const { rows } = await pool.query<{ c: Buffer; n: Buffer }>(
-      `SELECT sched_dispatch_content('\\x00000012 67'::bytea, '6f1c1d9e-0000-4000-8000-0000000000ff', convert_to('jöb-1', 'UTF8'),
-                                    convert_to('tenant-ü', 'UTF8'), convert_to('q', 'UTF8'), 3, 2, 9, 5,
-                                    1764547200000, 1764547200123, '\\x00ff'::bytea, -3, convert_to('bk', 'UTF8'),
-                                    86400000000, NULL, NULL, '{"k": "v"}'::jsonb) AS c,
-              sched_dispatch_content('\\x00000012 67'::bytea, '6f1c1d9e-0000-4000-8000-0000000000ff', convert_to('j', 'UTF8'),
-                                    convert_to('t', 'UTF8'), convert_to('q', 'UTF8'), 1, 1, 1, 0, 0, 0, '\\x'::bytea, 0,
-                                    NULL, NULL, convert_to('s', 'UTF8'), -1, NULL) AS n`,
-    );
-    const i32 = (v: number) => {
-      const b = Buffer.alloc(4);
-      b.writeInt32BE(v);
-      return b;
-    };
-    const i64 = (v: bigint) => {
-      const b = Buffer.alloc(8);
-      b.writeBigInt64BE(v);
-      return b;
-    };
-    const u16 = (s: string | null) => {
-      const b = Buffer.alloc(2);
-      if (s === null) return (b.writeUInt16BE(0xffff), b);
-      b.writeUInt16BE(Buffer.byteLength(s));
-      return Buffer.concat([b, Buffer.from(s)]);
-    };
     const framing = Buffer.from('0000001267', 'hex');
-    const uuid = Buffer.from('6f1c1d9e000040008000' + '0000000000ff', 'hex');
-    const map = Buffer.from([2, 2, ...Buffer.from('k'), 2, ...Buffer.from('v'), 0]);
-    expect(rows[0]!.c.toString('hex')).toBe(
-      Buffer.concat([
-        Buffer.from([2, 5]),
+    const cases: DispatchFields[] = [
+      {
         framing,
-        uuid,
-        u16('jöb-1'),
-        u16('tenant-ü'),
-        Buffer.from([1]),
-        Buffer.from('q'),
-        i32(3),
-        i32(2),
-        i64(9n),
-        i32(5),
-        i64(1_764_547_200_000n),
-        i64(1_764_547_200_123n),
-        i32(2),
-        Buffer.from([0, 255]),
-        i32(-3),
-        u16('bk'),
-        Buffer.from([1]),
-        i64(86_400_000_000n),
-        u16(null),
-        Buffer.from([0]),
-        map,
-      ]).toString('hex'),
-    );
-    expect(rows[0]!.n.toString('hex')).toBe(
-      Buffer.concat([
-        Buffer.from([2, 5]),
+        eventId: '6f1c1d9e-0000-4000-8000-0000000000ff',
+        jobId: 'jöb-1',
+        tenantId: 'tenant-ü',
+        queue: 'q',
+        version: 3,
+        attempt: 2,
+        epoch: 9n,
+        partition: 5,
+        dueAtMs: 1_764_547_200_000n,
+        claimedAtMs: 1_764_547_200_123n,
+        payload: Buffer.from([0, 255]),
+        priority: -3,
+        businessKey: 'bk',
+        executionTimeoutMs: 86_400_000_000n,
+        scheduleId: null,
+        occurrenceAtMs: null,
+        headers: { k: 'v' },
+      },
+      {
         framing,
-        uuid,
-        u16('j'),
-        u16('t'),
-        Buffer.from([1]),
-        Buffer.from('q'),
-        i32(1),
-        i32(1),
-        i64(1n),
-        i32(0),
-        i64(0n),
-        i64(0n),
-        i32(0),
-        i32(0),
-        u16(null),
-        Buffer.from([0]),
-        u16('s'),
-        Buffer.from([1]),
-        i64(-1n),
-        Buffer.from([0]),
-      ]).toString('hex'),
-    );
+        eventId: '00000000-0000-4000-8000-000000000001',
+        jobId: 'j',
+        tenantId: 't',
+        queue: 'q-😀',
+        version: 1,
+        attempt: 1,
+        epoch: (1n << 63n) - 1n,
+        partition: 0,
+        dueAtMs: -1n,
+        claimedAtMs: 0n,
+        payload: Buffer.alloc(0),
+        priority: 0,
+        businessKey: null,
+        executionTimeoutMs: null,
+        scheduleId: 's',
+        occurrenceAtMs: -(1n << 63n),
+        headers: {},
+      },
+    ];
+    for (const f of cases) {
+      const { rows } = await pool.query<{ c: Buffer }>(
+        `SELECT sched_dispatch_content($1, $2, convert_to($3, 'UTF8'), convert_to($4, 'UTF8'), convert_to($5, 'UTF8'),
+                                      $6, $7, $8, $9, $10, $11, $12, $13, convert_to($14, 'UTF8'), $15,
+                                      convert_to($16, 'UTF8'), $17, $18) AS c`,
+        [
+          f.framing,
+          f.eventId,
+          f.jobId,
+          f.tenantId,
+          f.queue,
+          f.version,
+          f.attempt,
+          String(f.epoch),
+          f.partition,
+          String(f.dueAtMs),
+          String(f.claimedAtMs),
+          f.payload,
+          f.priority,
+          f.businessKey,
+          f.executionTimeoutMs === null ? null : String(f.executionTimeoutMs),
+          f.scheduleId,
+          f.occurrenceAtMs === null ? null : String(f.occurrenceAtMs),
+          JSON.stringify(f.headers),
+        ],
+      );
+      expect(rows[0]!.c.toString('hex')).toBe(dispatchContent(f).content.toString('hex'));
+    }
   });
 
   it('inlines the Dispatch record content into the firing and the catch-up claims (migration 015)', async () => {

@@ -11,6 +11,7 @@ import { PACKAGE_DIR } from './settings.js';
  */
 export const RECORD_ROUTER_SOURCE = join(PACKAGE_DIR, 'java', 'smt', 'LogicalMessageRouter.java');
 export const RECORD_ROUTER_CLASS = 'sched.connect.LogicalMessageRouter';
+export const RECORD_ROUTER_JAR = 'sched-connect-smt.jar';
 
 /**
  * The `plugin.path` entry holding the router's jar, built if missing. Unlike the poll-timer agent
@@ -27,7 +28,7 @@ export function recordRouterPluginDir(
   try {
     const { path, built } = cachedJar(cacheDir, java, {
       name: 'sched-connect-smt',
-      jar: 'sched-connect-smt.jar',
+      jar: RECORD_ROUTER_JAR,
       sources: [RECORD_ROUTER_SOURCE],
       classpath: join(kafkaLibDir, '*'),
       digestOf: `kafka ${kafkaVersion}`,

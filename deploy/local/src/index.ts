@@ -8,7 +8,15 @@ import { endpointsOf, stackSettings, type Env, type StackEndpoints } from './set
 
 export type { StackEndpoints, StackSettings, Env } from './settings.js';
 export { stackSettings, DEFAULT_PORTS, PORT_ENV, STACK_DB } from './settings.js';
-export { ensureStackUp, stackStatus, stackDown, startService, stopService, restartService } from './stack.js';
+export {
+  ensureStackUp,
+  stackStatus,
+  stackDown,
+  startService,
+  stopService,
+  restartService,
+  recordRouterRuntime,
+} from './stack.js';
 export type { StackOptions, StackStatus, DownOptions } from './stack.js';
 export { SERVICES, SLOT_NAME } from './context.js';
 export type { ServiceName, ServiceStatus } from './context.js';

@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { StackError } from './errors.js';
 import { CONNECTOR_NAME, resetConnectorOffsets } from './connector.js';
+import { RECORD_ROUTER_JAR, recordRouterPluginDir } from './connect-smt.js';
 import { dropSlot, slotInfo } from './postgres.js';
 import { isAlive } from './processes.js';
 import {
@@ -40,6 +41,21 @@ function context(options: StackOptions): StackContext {
   const ctx = new StackContext(stackSettings(env), env, options.say ?? defaultSay);
   for (const dir of ['logs', 'pids']) mkdirSync(join(ctx.s.stateDir, dir), { recursive: true });
   return ctx;
+}
+
+/**
+ * The JVM Connect runs on and a classpath holding Connect's jars and the record router (built if
+ * missing, as `up` does): for running the router outside Connect, as its test does. Fetches the
+ * pinned Kafka release if it is not cached yet; starts nothing.
+ */
+export async function recordRouterRuntime(
+  options: StackOptions = {},
+): Promise<{ java: string; classpath: string }> {
+  const ctx = context(options);
+  const java = ctx.javaForKafka().java;
+  const dist = await ctx.distributions();
+  const dir = recordRouterPluginDir(ctx.s.cacheDir, java, dist.kafkaLibDir, dist.versions.kafka, ctx.say);
+  return { java, classpath: [join(dist.kafkaLibDir, '*'), join(dir, RECORD_ROUTER_JAR)].join(':') };
 }
 
 const LOCK_WAIT_MS = 15 * 60_000;
