@@ -39,6 +39,7 @@ const config = workerConfig({
     completionLingerMs: { env: 'SCHED_WORKER_COMPLETION_LINGER_MS', kind: 'int' },
     sessionTimeoutMs: { env: 'SCHED_WORKER_SESSION_TIMEOUT_MS', kind: 'int' },
     commitIntervalMs: { env: 'SCHED_WORKER_COMMIT_INTERVAL_MS', kind: 'int' },
+    fetchMaxBytesPerPartition: { env: 'SCHED_WORKER_FETCH_MAX_BYTES', kind: 'int' },
     poisonAfterReplays: { env: 'SCHED_POISON_AFTER_REPLAYS', kind: 'int' },
     lifecycleEvents: { env: 'SCHED_WORKER_LIFECYCLE_EVENTS', kind: 'string' },
   }),

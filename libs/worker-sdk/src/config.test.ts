@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fairnessFromEnv, workerConfig } from './config.js';
+import { dispatchConsumerOptions } from './worker.js';
 
 describe('workerConfig: commitIntervalMs', () => {
   it('defaults to 200 ms, accepts 0 and refuses a negative value with the fix in the message', () => {
@@ -19,6 +20,24 @@ describe('workerConfig: completionLingerMs', () => {
     expect(() => workerConfig({ completionLingerMs: 6_000 })).toThrow(
       /completionLingerMs must be at most half/,
     );
+  });
+});
+
+describe('workerConfig: fetchMaxBytesPerPartition', () => {
+  it('defaults to 256 KiB and refuses a non-positive value', () => {
+    expect(workerConfig({}).fetchMaxBytesPerPartition).toBe(262_144);
+    expect(workerConfig({ fetchMaxBytesPerPartition: 65_536 }).fetchMaxBytesPerPartition).toBe(65_536);
+    expect(() => workerConfig({ fetchMaxBytesPerPartition: 0 })).toThrow(/fetchMaxBytesPerPartition/);
+  });
+
+  it("bounds the dispatch consumer's fetches", () => {
+    const c = workerConfig({ fetchMaxBytesPerPartition: 131_072 });
+    expect(dispatchConsumerOptions(c, ['sched.dispatch.a'], 3_000)).toMatchObject({
+      topics: ['sched.dispatch.a'],
+      maxBytesPerPartition: 131_072,
+      maxWaitTimeMs: 10,
+      sessionTimeoutMs: 3_000,
+    });
   });
 });
 

@@ -70,6 +70,12 @@ export interface WorkerOptions {
    */
   fetchMaxWaitMs: number;
   /**
+   * Most bytes of one dispatch partition a fetch brings back. kafkajs decodes a whole fetch at once
+   * and the records live until their batch is handled, so this bounds the decoded backlog a burst
+   * piles up in the process (and what the garbage collector copies while it waits).
+   */
+  fetchMaxBytesPerPartition: number;
+  /**
    * Dispatch-topic offsets are committed at most this often, for all partitions in one request (0:
    * after every fetched batch). Re-delivery after a crash is absorbed by the eventId dedupe and the
    * version-checked lease start.
@@ -109,6 +115,7 @@ export const workerDefaults: WorkerOptions = {
   dedupeCapacity: 100_000,
   poisonAfterReplays: 3,
   fetchMaxWaitMs: 10,
+  fetchMaxBytesPerPartition: 256 * 1024,
   commitIntervalMs: 200,
   sessionTimeoutMs: 3_000,
   lifecycleEvents: 'failures',
@@ -128,6 +135,7 @@ export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
       'dedupeCapacity',
       'poisonAfterReplays',
       'sessionTimeoutMs',
+      'fetchMaxBytesPerPartition',
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }

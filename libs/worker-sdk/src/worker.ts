@@ -3,6 +3,7 @@ import type pg from 'pg';
 import {
   negotiatedSessionTimeout,
   type GroupConsumer,
+  type GroupConsumerOptions,
   type InboundMessage,
   type KafkaPort,
   type MessageProducer,
@@ -37,6 +38,24 @@ export interface WorkerDeps {
   log: Logger;
   /** A pool of one connection for the liveness beats (default: `pool`), so they never wait behind jobs. */
   livenessPool?: pg.Pool;
+}
+
+/** The dispatch consumer's options: this worker's group, fetch bounds, commits and session. */
+export function dispatchConsumerOptions(
+  c: WorkerConfig,
+  topics: string[],
+  sessionMs: number,
+): GroupConsumerOptions {
+  return {
+    groupId: c.groupId,
+    topics,
+    maxWaitTimeMs: c.fetchMaxWaitMs,
+    maxBytesPerPartition: c.fetchMaxBytesPerPartition,
+    commitIntervalMs: c.commitIntervalMs,
+    sessionTimeoutMs: sessionMs,
+    heartbeatIntervalMs: Math.max(200, Math.floor(sessionMs / 5)),
+    partitionsConsumedConcurrently: 12,
+  };
 }
 
 /** Waits before asking again for a start whose dispatching transaction was not visible yet. */
@@ -217,20 +236,9 @@ export class Worker {
       'SCHED_WORKER_SESSION_TIMEOUT_MS',
       this.d.log,
     );
-    this.consumer = this.d.kafka.groupConsumer(
-      {
-        groupId: c.groupId,
-        topics,
-        maxWaitTimeMs: c.fetchMaxWaitMs,
-        commitIntervalMs: c.commitIntervalMs,
-        sessionTimeoutMs: sessionMs,
-        heartbeatIntervalMs: Math.max(200, Math.floor(sessionMs / 5)),
-        partitionsConsumedConcurrently: 12,
-      },
-      {
-        onBatch: (batch) => this.runBatch(batch.messages),
-      },
-    );
+    this.consumer = this.d.kafka.groupConsumer(dispatchConsumerOptions(c, topics, sessionMs), {
+      onBatch: (batch) => this.runBatch(batch.messages),
+    });
     const consumer = this.consumer;
     this.d.metrics.consumerRestarts.setSource(() => consumer.restarts());
     await this.consumer.start();

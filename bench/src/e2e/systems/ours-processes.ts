@@ -110,6 +110,8 @@ export function startWorker(
     entry: 'apps/worker/src/main.ts',
     marker: 'WORKER_READY',
     onStarts: hub.onStarts,
+    // E2E_OURS_WORKER_NODE_FLAGS: as the scheduler's (e.g. `--trace-gc`, with E2E_LOG_DIR to keep it).
+    nodeFlags: (process.env.E2E_OURS_WORKER_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     env: {
       ...baseEnv(schema, topic),
       SCHED_WORKER_GROUP_ID: `${schema}-workers`,
