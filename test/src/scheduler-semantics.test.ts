@@ -35,6 +35,17 @@ describe('scheduler semantics on the real stack', () => {
     );
     expect(rows[0]!.n).toBe(0);
     expect(new Set(mine.map((d) => d.record.jobId)).size).toBe(n);
+    // The dispatch observer sampled these records for the publication-lag histogram (claim → on
+    // Kafka, in seconds): some observations, none negative, their mean a healthy relay's.
+    await until(
+      'publication lag observed',
+      15_000,
+      async () => (await sched.metric('sched_outbox_publication_lag_seconds_count')) > 0,
+    );
+    const count = await sched.metric('sched_outbox_publication_lag_seconds_count');
+    const sum = await sched.metric('sched_outbox_publication_lag_seconds_sum');
+    expect(sum).toBeGreaterThanOrEqual(0);
+    expect(sum / count).toBeLessThan(10);
   });
 
   it('firing rounds have their own connections, open and warmed from the start (the claim already run)', async () => {

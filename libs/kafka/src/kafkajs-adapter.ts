@@ -182,6 +182,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
   private commitTimer: NodeJS.Timeout | undefined;
   private commitInFlight: Promise<void> = Promise.resolve();
   private restartTimer: NodeJS.Timeout | undefined;
+  /** sampleEveryMs: the timers that resume paused partitions. */
+  private readonly resumeTimers = new Set<NodeJS.Timeout>();
   private restartAttempts = 0;
   private restartCount = 0;
   private readonly heartbeatMs: number;
@@ -293,6 +295,8 @@ class KafkajsGroupConsumer implements GroupConsumer {
     this.running = false;
     clearTimeout(this.restartTimer);
     clearInterval(this.retakeTimer);
+    for (const t of this.resumeTimers) clearTimeout(t);
+    this.resumeTimers.clear();
     await this.flushCommits();
     await this.consumer.disconnect();
     await this.tracker.settled();
@@ -336,6 +340,10 @@ class KafkajsGroupConsumer implements GroupConsumer {
     }
     const last = batch.messages[batch.messages.length - 1]!.offset;
     payload.resolveOffset(last);
+    if ((this.opts.sampleEveryMs ?? 0) > 0) {
+      this.skipAndPause(batch.topic, batch.partition, last, batch.highWatermark);
+      return;
+    }
     const next = { topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() };
     const interval = this.opts.commitIntervalMs ?? 0;
     if (interval <= 0) {
@@ -344,6 +352,23 @@ class KafkajsGroupConsumer implements GroupConsumer {
     }
     this.pendingCommits.set(`${next.topic}/${next.partition}`, next);
     this.commitTimer ??= setTimeout(() => void this.flushCommits(), interval);
+  }
+
+  /**
+   * sampleEveryMs: the next fetch of this partition starts at its end as the fetch saw it (what lies
+   * between is never fetched, so never decoded), and not before the interval has passed.
+   */
+  private skipAndPause(topic: string, partition: number, last: string, highWatermark: string): void {
+    if (BigInt(highWatermark) > BigInt(last) + 1n)
+      this.consumer.seek({ topic, partition, offset: highWatermark });
+    const tp = [{ topic, partitions: [partition] }];
+    this.consumer.pause(tp);
+    const t = setTimeout(() => {
+      this.resumeTimers.delete(t);
+      if (this.running) this.consumer.resume(tp);
+    }, this.opts.sampleEveryMs);
+    t.unref();
+    this.resumeTimers.add(t);
   }
 
   /** Commits every recorded offset in one request; a failure is logged (the work is re-delivered). */

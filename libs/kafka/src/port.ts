@@ -89,6 +89,16 @@ export interface GroupConsumerOptions {
    * re-delivers up to this much already handled work, which at-least-once consumers absorb.
    */
   commitIntervalMs?: number;
+  /**
+   * Above 0: a sampling consumer, for a gauge rather than a ledger. After each batch of a partition
+   * it skips to that partition's end (the high watermark the fetch reported) and leaves the
+   * partition unfetched for this many milliseconds, so it reads about one fetched batch a partition
+   * per interval however fast the topic grows, and a record it skipped is never decoded. Nothing is
+   * committed: a member starts from the group's committed offset if there is one, else as
+   * `fromBeginning` says. Pair it with a small `maxBytesPerPartition` (the broker still sends at
+   * least one record batch).
+   */
+  sampleEveryMs?: number;
 }
 
 export interface GroupConsumer {

@@ -62,3 +62,16 @@ describe('schedulerConfig: fair firing', () => {
     expect(() => schedulerConfig({ ownerId: 'o', fairLookahead: 2_000_000 })).toThrow(/fairLookahead/);
   });
 });
+
+describe('schedulerConfig: observeDispatchEveryMs', () => {
+  it('defaults to a sample a second and refuses zero, negative or fractional periods', () => {
+    expect(schedulerConfig({ ownerId: 'o' }).observeDispatchEveryMs).toBe(1_000);
+    expect(schedulerConfig({ ownerId: 'o', observeDispatchEveryMs: 5_000 }).observeDispatchEveryMs).toBe(
+      5_000,
+    );
+    for (const bad of [0, -1, 0.5])
+      expect(() => schedulerConfig({ ownerId: 'o', observeDispatchEveryMs: bad })).toThrow(
+        /observeDispatchEveryMs/,
+      );
+  });
+});

@@ -112,6 +112,8 @@ export interface SchedulerOptions {
   catchUpRatePerSec: number;
   /** Run the dispatch observer (outbox publication lag metric). */
   observeDispatch: boolean;
+  /** The observer samples about one record batch of each dispatch partition this often. */
+  observeDispatchEveryMs: number;
   /**
    * A job that is already due when its CreateJob is applied is dispatched in the same transaction
    * (inserted DISPATCHED, its outbox row beside it) instead of waiting for a firing round: one row
@@ -168,6 +170,7 @@ export const schedulerDefaults: SchedulerOptions = {
   catchUpRatePerSec: 5_000,
   testCrashAfterGenerate: false,
   observeDispatch: true,
+  observeDispatchEveryMs: 1_000,
   dispatchOnCreate: true,
   slowRoundMs: 200,
 };
@@ -196,6 +199,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       'catchUpRatePerSec',
       'slowRoundMs',
       'pruneEveryMs',
+      'observeDispatchEveryMs',
     ] as const) {
       requirePositiveInt(problem, k, c[k]);
     }
@@ -259,6 +263,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   catchUpRatePerSec: { env: 'SCHED_CATCH_UP_RATE_PER_SEC', kind: 'int' },
   testCrashAfterGenerate: { env: 'SCHED_TEST_CRASH_AFTER_GENERATE', kind: 'bool' },
   observeDispatch: { env: 'SCHED_OBSERVE_DISPATCH', kind: 'bool' },
+  observeDispatchEveryMs: { env: 'SCHED_OBSERVE_DISPATCH_EVERY_MS', kind: 'int' },
   dispatchOnCreate: { env: 'SCHED_DISPATCH_ON_CREATE', kind: 'bool' },
   slowRoundMs: { env: 'SCHED_SLOW_ROUND_MS', kind: 'int' },
   minRoundGapMs: { env: 'SCHED_MIN_ROUND_GAP_MS', kind: 'int' },

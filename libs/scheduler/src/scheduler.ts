@@ -197,6 +197,7 @@ export class Scheduler {
         this.d.metrics,
         this.d.log,
         `${c.groupId}.observer.${c.ownerId}`,
+        c.observeDispatchEveryMs,
       );
       await this.observer
         .start()
