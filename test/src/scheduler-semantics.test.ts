@@ -16,6 +16,7 @@ describe('scheduler semantics on the real stack', () => {
 
   it('never early: 2,000 jobs due over 30 s, every claim at or after due_at in database time', async () => {
     const n = 2_000;
+    const lagSamplesBefore = await sched.metric('sched_outbox_publication_lag_seconds_count');
     const start = Date.now() + 1_000;
     const jobs = Array.from({ length: n }, (_, i) =>
       createJob(`ne-${i}`, s.queue, start + Math.floor((i * 30_000) / n)),
@@ -35,16 +36,15 @@ describe('scheduler semantics on the real stack', () => {
     );
     expect(rows[0]!.n).toBe(0);
     expect(new Set(mine.map((d) => d.record.jobId)).size).toBe(n);
-    // The dispatch observer sampled these records for the publication-lag histogram (claim → on
-    // Kafka, in seconds): some observations, none negative, their mean a healthy relay's.
+    // The dispatch observer sampled these records (dispatched over 30 s, so in many sampling
+    // intervals) for the publication-lag histogram, in seconds: its mean a healthy relay's.
     await until(
       'publication lag observed',
       15_000,
-      async () => (await sched.metric('sched_outbox_publication_lag_seconds_count')) > 0,
+      async () => (await sched.metric('sched_outbox_publication_lag_seconds_count')) > lagSamplesBefore,
     );
     const count = await sched.metric('sched_outbox_publication_lag_seconds_count');
     const sum = await sched.metric('sched_outbox_publication_lag_seconds_sum');
-    expect(sum).toBeGreaterThanOrEqual(0);
     expect(sum / count).toBeLessThan(10);
   });
 

@@ -230,12 +230,14 @@ class KafkajsGroupConsumer implements GroupConsumer {
         'consumer crashed; releasing partitions',
       );
       this.tracker.lost();
+      this.clearResumeTimers();
       // kafkajs gives up for good on an error it deems not retriable (a TypeError from a handler or
       // from its own fetch path, say): the process would live on consuming nothing. Start it again.
       if (!e.payload.restart && this.running) this.restartLater(e.payload.error);
     });
     this.consumer.on(STOP, () => {
       this.tracker.lost();
+      this.clearResumeTimers();
     });
   }
 
@@ -295,8 +297,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
     this.running = false;
     clearTimeout(this.restartTimer);
     clearInterval(this.retakeTimer);
-    for (const t of this.resumeTimers) clearTimeout(t);
-    this.resumeTimers.clear();
+    this.clearResumeTimers();
     await this.flushCommits();
     await this.consumer.disconnect();
     await this.tracker.settled();
@@ -365,10 +366,23 @@ class KafkajsGroupConsumer implements GroupConsumer {
     this.consumer.pause(tp);
     const t = setTimeout(() => {
       this.resumeTimers.delete(t);
-      if (this.running) this.consumer.resume(tp);
+      if (!this.running) return;
+      try {
+        this.consumer.resume(tp);
+      } catch (err) {
+        // kafkajs refuses while it has no running group (after a crash, before a restart): the
+        // restarted consumer starts with nothing paused. A throw here would end the process.
+        this.log.debug({ err, topic, partition }, 'sampled partition not resumed: consumer not running');
+      }
     }, this.opts.sampleEveryMs);
     t.unref();
     this.resumeTimers.add(t);
+  }
+
+  /** A crashed or stopped consumer's group is gone, and with it what it had paused. */
+  private clearResumeTimers(): void {
+    for (const t of this.resumeTimers) clearTimeout(t);
+    this.resumeTimers.clear();
   }
 
   /** Commits every recorded offset in one request; a failure is logged (the work is re-delivered). */

@@ -62,7 +62,8 @@ export interface GroupConsumerHandlers {
   holds?(topic: string, partition: number): boolean;
   /**
    * One fetched batch of one partition. When the promise resolves, the offset after the last
-   * message is committed; when it rejects, nothing is committed and the batch is fetched again.
+   * message is committed (a sampling consumer, `sampleEveryMs`, commits nothing); when it rejects,
+   * nothing is committed and the batch is fetched again.
    */
   onBatch(batch: PartitionBatch, control: BatchControl): Promise<void>;
 }
@@ -92,11 +93,13 @@ export interface GroupConsumerOptions {
   /**
    * Above 0: a sampling consumer, for a gauge rather than a ledger. After each batch of a partition
    * it skips to that partition's end (the high watermark the fetch reported) and leaves the
-   * partition unfetched for this many milliseconds, so it reads about one fetched batch a partition
-   * per interval however fast the topic grows, and a record it skipped is never decoded. Nothing is
-   * committed: a member starts from the group's committed offset if there is one, else as
-   * `fromBeginning` says. Pair it with a small `maxBytesPerPartition` (the broker still sends at
-   * least one record batch).
+   * partition unfetched for this many milliseconds (up to `maxWaitTimeMs` more: while every
+   * partition is paused the client sleeps that long between checks), so it reads about one fetched
+   * batch a partition per interval however fast the topic grows, and a record it skipped is never
+   * decoded. Nothing is committed: a member starts from the group's committed offset if there is
+   * one, else as `fromBeginning` says. Pair it with a small `maxBytesPerPartition` (the broker sends
+   * a first record batch larger than that whole for the first non-empty partition of a fetch; a
+   * later partition's comes back empty and is fetched on a later fetch).
    */
   sampleEveryMs?: number;
 }

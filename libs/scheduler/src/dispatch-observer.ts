@@ -6,7 +6,7 @@ import type { SchedulerMetrics } from './scheduler-metrics.js';
 /** Records of one sampled batch whose lag is observed (evenly spread, the last one included). */
 export const SAMPLES_PER_BATCH = 32;
 
-/** Bytes a sample fetch asks of each partition: the broker sends at least one whole record batch. */
+/** Bytes a sample fetch asks of each partition (a larger first record batch still comes whole). */
 const SAMPLE_FETCH_BYTES = 16 * 1024;
 
 /**
