@@ -63,6 +63,9 @@ export const OURS_KNOBS = {
 } as const;
 
 const jobIdOf = (tag: number, i: number) => `t${tag}-${i}`;
+/** A session's dispatch topic and the consumer group of the bench's tap on it. */
+const dispatchTopicOf = (queue: string) => `sched.dispatch.${queue}`;
+const tapGroupOf = (schema: string) => `${schema}-tap`;
 const JOB_ID = /^t(\d+)-(\d+)$/;
 
 export function oursFactory(hub: StartHub): SystemFactory {
@@ -149,7 +152,7 @@ class OursSession implements SystemSession {
       await admin.ensureTopics([
         { topic, partitions: COMMAND_PARTITIONS, config: { 'retention.ms': TOPIC_RETENTION_MS } },
         {
-          topic: `sched.dispatch.${queue}`,
+          topic: dispatchTopicOf(queue),
           partitions: DISPATCH_PARTITIONS,
           // The broker stamps each record when it appends it: the record timestamp is then the
           // moment the dispatch is on Kafka (the scheduler issue's figure), not Debezium's event time.
@@ -167,8 +170,8 @@ class OursSession implements SystemSession {
     // 3-4 % of a core (measured); a lazy one still read each record during the run.
     const tap = kafka.groupConsumer(
       {
-        groupId: `${schema}-tap`,
-        topics: [`sched.dispatch.${queue}`],
+        groupId: tapGroupOf(schema),
+        topics: [dispatchTopicOf(queue)],
         fromBeginning: true,
         maxWaitTimeMs: 100,
         // An observer: no commit round trip between batches, every partition handled at once.
@@ -347,7 +350,7 @@ class OursSession implements SystemSession {
     const deadline = Date.now() + TAP_READ_MS;
     let lag = Infinity;
     while (Date.now() < deadline) {
-      lag = await this.admin.groupLag(`${this.schema}-tap`, `sched.dispatch.${this.queue}`);
+      lag = await this.admin.groupLag(tapGroupOf(this.schema), dispatchTopicOf(this.queue));
       if (lag === 0) return;
       await new Promise((r) => setTimeout(r, 100));
     }
