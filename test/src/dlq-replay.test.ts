@@ -45,8 +45,9 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
     error = 'PermanentFailure: invalid account 42',
   ) => {
     await db.pool.query(
-      `INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, payload, attempt, lease_owner, lease_generation, lease_until)
-       VALUES ($1, 0, 'default', $2, 'RUNNING', now(), $3, 1, 'w1', 1, now() + interval '1 minute')`,
+      `INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, payload, attempt, lease_owner, lease_generation, lease_until,
+                        lease_check_at)
+       VALUES ($1, 0, 'default', $2, 'RUNNING', now(), $3, 1, 'w1', 1, now() + interval '1 minute', now() + interval '1 minute')`,
       [jobId, queue, payload],
     );
     await dieAgain(jobId, error);
@@ -55,8 +56,8 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
     const attemptId = randomUUID();
     const { rows } = await db.pool.query<{ gen: number }>(
       `UPDATE job SET state = 'RUNNING', lease_owner = 'w1', lease_generation = lease_generation + 1,
-                      lease_until = now() + interval '1 minute', attempt = attempt + 1, attempt_id = $2,
-                      started_at = now()
+                      lease_until = now() + interval '1 minute', lease_check_at = now() + interval '1 minute',
+                      attempt = attempt + 1, attempt_id = $2, started_at = now()
        WHERE job_id = $1 RETURNING lease_generation AS gen`,
       [jobId, attemptId],
     );

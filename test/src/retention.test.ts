@@ -97,7 +97,7 @@ describe('store: finished-job retention against real Postgres', () => {
       // A tiny test table would be scanned whatever the indexes; forbid that to see the index is usable.
       await client.query('SET enable_seqscan = off');
       const plan = await client.query<{ 'QUERY PLAN': string }>(
-        `EXPLAIN SELECT job_id FROM job WHERE state IN ('SUCCEEDED', 'CANCELLED', 'EXPIRED')
+        `EXPLAIN SELECT job_id FROM job WHERE phase = 2 AND state IN ('SUCCEEDED', 'CANCELLED', 'EXPIRED')
            AND finished_at < now() - interval '7 days' ORDER BY finished_at LIMIT 5000`,
       );
       expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('job_finished_idx');

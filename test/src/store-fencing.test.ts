@@ -228,7 +228,7 @@ describe('store: fencing and claims against real Postgres', () => {
       await db().pool.query(
         `WITH j AS (
            UPDATE job SET state = 'RUNNING', lease_owner = 'old-worker', lease_generation = lease_generation + 1,
-                          lease_until = now() - interval '1 second'
+                          lease_until = now() - interval '1 second', lease_check_at = now() - interval '1 second'
            WHERE job_id = $1 RETURNING job_id, attempt, version, lease_generation)
          INSERT INTO attempt (attempt_id, job_id, attempt, version, worker_id, lease_generation)
          SELECT $2, job_id, attempt, version, 'old-worker', lease_generation FROM j`,

@@ -82,7 +82,7 @@ export function tenantBacklog(d: {
       (
         await d.pool.query<{ tenant_id: string; n: number }>(
           `SELECT tenant_id, count(*)::int AS n FROM job
-           WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
+           WHERE partition = ANY($1::int[]) AND phase = 0 AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
            GROUP BY tenant_id`,
           [partitions, d.graceMs],
         )

@@ -21,7 +21,7 @@ export async function countOverdue(
   // One after the other: one pool connection, the others stay free for firing rounds and applies.
   const overdue = await pool.query<{ partition: number; n: number; age: number }>(
     `SELECT partition, count(*)::int AS n, extract(epoch FROM now() - min(due_at))::float8 AS age FROM job
-     WHERE partition = ANY($1::int[]) AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
+     WHERE partition = ANY($1::int[]) AND phase = 0 AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
      GROUP BY partition`,
     [partitions, graceMs],
   );

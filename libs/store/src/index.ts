@@ -34,6 +34,7 @@ export type { ClaimedJob, OverdueJob, OwnedPartition } from './job-claim.js';
 export { outboxEmit, outboxEmitReady } from './outbox.js';
 export type { OutboxRow } from './outbox.js';
 export { leaseReap } from './lease-reap.js';
+export { LEASE_FIRST_CHECK_MS } from './lease-check.js';
 export type { ReapedJob } from './lease-reap.js';
 export { workerBeat, workerGone, workersGone, workerList } from './worker-liveness.js';
 export type { WorkerBeat, GoneWorker } from './worker-liveness.js';

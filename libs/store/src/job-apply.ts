@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
 import { MS, MS_OF } from './sql-ms.js';
+import { firstLeaseCheck } from './lease-check.js';
 import { toClaimed, type ClaimedJob, type ClaimRow } from './job-claim.js';
 
 type CreatedRow = ClaimRow & { dispatched?: boolean };
@@ -90,13 +91,14 @@ export async function jobCreateDispatching(
     text: `WITH ${FENCE_CTE}
      INSERT INTO job (job_id, partition, tenant_id, queue, state, due_at, priority, payload, business_key,
                       max_attempts, retry_policy, expires_at, execution_timeout_ms, headers, schedule_id, occurrence_at,
-                      attempt, dispatched_at, claim_epoch, lease_until)
+                      attempt, dispatched_at, claim_epoch, lease_until, lease_check_at)
      SELECT c.job_id, $1, c.tenant_id, c.queue, CASE WHEN d.now_due THEN 'DISPATCHED' ELSE 'SCHEDULED' END,
             ${MS('c.due_ms')}, c.priority, c.payload, c.business_key,
             c.max_attempts, c.retry_policy, ${MS('c.expires_ms')}, c.timeout_ms, c.headers, c.schedule_id, ${MS('c.occ_ms')},
             CASE WHEN d.now_due THEN 1 ELSE 0 END, CASE WHEN d.now_due THEN now() END,
             CASE WHEN d.now_due THEN $2::bigint END,
-            CASE WHEN d.now_due THEN now() + $17 * interval '1 millisecond' END
+            CASE WHEN d.now_due THEN now() + $17 * interval '1 millisecond' END,
+            CASE WHEN d.now_due THEN ${firstLeaseCheck('$17')} END
      FROM fence, unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[], $9::text[],
                         $10::int[], $11::jsonb[], $12::bigint[], $13::bigint[], $14::jsonb[], $15::text[], $16::bigint[])
        AS c(job_id, tenant_id, queue, due_ms, priority, payload, business_key, max_attempts, retry_policy,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { FENCE_CTE } from './fencing.js';
 import { MS_OF } from './sql-ms.js';
+import { firstLeaseCheck } from './lease-check.js';
 import { batchStatement } from './pool.js';
 import {
   DISPATCHED_COLUMNS,
@@ -31,7 +32,8 @@ export interface ClaimedJob {
 }
 
 const CLAIM_SET = `state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(), claim_epoch = $2,
-                   lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'`;
+                   lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond',
+                   lease_check_at = ${firstLeaseCheck('$4')}`;
 const CLAIM_RETURNING = `RETURNING j.job_id, j.tenant_id, j.queue, j.version, j.attempt, ${MS_OF('j.due_at')} AS due_ms,
    ${MS_OF('now()')} AS claimed_ms, j.payload, j.priority, j.business_key, j.execution_timeout_ms, j.headers,
    j.schedule_id, ${MS_OF('j.occurrence_at')} AS occ_ms`;
@@ -137,7 +139,8 @@ const claimAcrossCtes = (returning: string) => `owners AS (
   claimed AS (
     UPDATE job j SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(),
                      claim_epoch = (SELECT o.epoch FROM owners o WHERE o.partition = j.partition),
-                     lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
+                     lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond',
+                     lease_check_at = ${firstLeaseCheck('$4')}
     WHERE j.job_id = ANY(ARRAY(SELECT job_id FROM target))
     ${returning})`;
 
@@ -317,7 +320,7 @@ export async function jobOverdueFair(
        SELECT j.job_id, j.partition, j.tenant_id, j.priority, j.due_at,
               row_number() OVER (PARTITION BY j.tenant_id, j.priority ORDER BY j.due_at) AS turn
        FROM job j
-       WHERE j.partition = ANY($1::int[]) AND j.state = 'SCHEDULED'
+       WHERE j.partition = ANY($1::int[]) AND j.phase = 0 AND j.state = 'SCHEDULED'
          AND j.due_at <= now() - $3 * interval '1 millisecond')
      SELECT job_id AS "jobId", partition, tenant_id AS "tenantId", priority, ${MS_OF('due_at')} AS "dueAtMs"
      FROM overdue ORDER BY priority DESC, turn, due_at LIMIT $2`,
@@ -333,7 +336,7 @@ const reconcileCtes = `owners AS (
        FOR KEY SHARE OF po),
      due AS (
        SELECT j.job_id FROM job j
-       WHERE j.partition IN (SELECT partition FROM owners) AND j.state = 'SCHEDULED'
+       WHERE j.partition IN (SELECT partition FROM owners) AND j.phase = 0 AND j.state = 'SCHEDULED'
          AND j.due_at <= now() - $5 * interval '1 millisecond'
        ORDER BY j.priority DESC, j.due_at
        LIMIT $3
@@ -341,7 +344,8 @@ const reconcileCtes = `owners AS (
 
 const reconcileUpdate = (returning: string) => `UPDATE job j
      SET state = 'DISPATCHED', attempt = j.attempt + 1, dispatched_at = now(), claim_epoch = owners.epoch,
-         lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond'
+         lease_owner = NULL, lease_until = now() + $4 * interval '1 millisecond',
+         lease_check_at = ${firstLeaseCheck('$4')}
      FROM due, owners
      WHERE j.job_id = due.job_id AND j.partition = owners.partition
      ${returning}`;

@@ -18,7 +18,7 @@ export async function* jobLoadWindow(
     const res: pg.QueryResult<{ job_id: string; due_ms: number; tenant_id: string; priority: number }> =
       await pool.query(
         `SELECT job_id, ${MS_OF('due_at')} AS due_ms, tenant_id, priority FROM job
-       WHERE partition = $1 AND state = 'SCHEDULED'
+       WHERE partition = $1 AND phase = 0 AND state = 'SCHEDULED'
          AND due_at < 'epoch'::timestamptz + $2 * interval '1 millisecond'
          AND ($3::bigint IS NULL OR due_at >= 'epoch'::timestamptz + $3 * interval '1 millisecond')
          AND ($4::bigint IS NULL OR (due_at, job_id) > ('epoch'::timestamptz + $4 * interval '1 millisecond', $5::text))

@@ -17,7 +17,8 @@ export interface ReapedJob {
 /**
  * lease_reap: DISPATCHED/RUNNING jobs of the partition whose lease ended more than `$4` ms ago
  * (clock-skew margin) go back to SCHEDULED, due now, with the lost attempt counted; those that
- * used up max_attempts go DEAD. A started attempt among them gets its attempt row, LEASE_LOST (or,
+ * used up max_attempts go DEAD. They are found by their check time (`lease_check_at`, see
+ * lease-check.ts): a job checked whose lease still runs gets its next check at the lease's end. A started attempt among them gets its attempt row, LEASE_LOST (or,
  * started before migration 008, has its open row closed so).
  * SKIP LOCKED, bounded by `$3`, fenced.
  *
@@ -47,21 +48,26 @@ export async function leaseReap(
   }>({
     name: withGone ? 'lease_reap_gone' : 'lease_reap',
     text: `WITH ${FENCE_CTE},
-     lapsed AS (
+     -- In-flight jobs whose check time has come (job_lease_idx, migration 016): their lease has
+     -- lapsed, or it was renewed (heartbeats, the start) since the check was set.
+     checked AS MATERIALIZED (
        SELECT job_id, state, attempt_id, attempt, version, lease_owner, lease_generation, started_at,
-              'lease' AS via FROM job
-       WHERE partition = $1 AND state IN ('DISPATCHED','RUNNING')
-         AND lease_until < now() - $4 * interval '1 millisecond'
-       ORDER BY lease_until
+              lease_until < now() - $4 * interval '1 millisecond' AS is_lapsed FROM job
+       WHERE partition = $1 AND phase = 1
+         AND coalesce(lease_check_at, dispatched_at) < now() - $4 * interval '1 millisecond'
+       ORDER BY coalesce(lease_check_at, dispatched_at)
        LIMIT $3
        FOR UPDATE SKIP LOCKED),
+     lapsed AS (
+       SELECT job_id, state, attempt_id, attempt, version, lease_owner, lease_generation, started_at,
+              'lease' AS via FROM checked WHERE is_lapsed),
      ${
        withGone
          ? `orphaned AS (
        -- Leases still running, of a process its liveness row says is gone (lapsed ones are above).
        SELECT j.job_id, j.state, j.attempt_id, j.attempt, j.version, j.lease_owner, j.lease_generation,
               j.started_at, 'worker_gone' AS via FROM job j
-       WHERE j.partition = $1 AND j.state = 'RUNNING' AND j.lease_owner = ANY($5::text[])
+       WHERE j.partition = $1 AND j.phase = 1 AND j.state = 'RUNNING' AND j.lease_owner = ANY($5::text[])
          AND j.lease_until >= now() - $4 * interval '1 millisecond'
          AND EXISTS (SELECT 1 FROM worker_liveness w WHERE w.worker_id = j.lease_owner
                      AND (w.alive_until < now() OR j.started_at < w.started_at))
@@ -79,6 +85,14 @@ export async function leaseReap(
        FROM fence, expired
        WHERE j.job_id = expired.job_id
        RETURNING j.job_id, ${MS_OF('j.due_at')} AS due_ms, j.attempt, j.state, j.tenant_id, j.priority, expired.via),
+     -- A lease that still runs: the next look is at its end (found then only if it has lapsed by the
+     -- margin). One index write per lease period for a job that outlives its first check; a job
+     -- taken back above is left to that update.
+     rechecked AS (
+       UPDATE job j SET lease_check_at = j.lease_until
+       FROM fence, checked c
+       WHERE j.job_id = c.job_id AND NOT c.is_lapsed
+         AND NOT EXISTS (SELECT 1 FROM expired e WHERE e.job_id = c.job_id)),
      -- A started attempt whose worker went silent ends here, as LEASE_LOST (its worker, if it comes
      -- back, finds the row and adds nothing). A dispatch never started had no attempt.
      lost AS (

@@ -45,7 +45,7 @@ export async function queueDepth(
        SELECT j.queue, count(*)::int AS n, min(j.due_at) AS oldest
        FROM parts p CROSS JOIN LATERAL (
          SELECT queue, due_at FROM job
-         WHERE partition = p.partition AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
+         WHERE partition = p.partition AND phase = 0 AND state = 'SCHEDULED' AND due_at < now() - $2 * interval '1 millisecond'
            AND ($3::text IS NULL OR tenant_id = $3)) j
        GROUP BY j.queue),
      inflight AS (
@@ -55,7 +55,7 @@ export async function queueDepth(
               min(j.dispatched_at) FILTER (WHERE j.state = 'DISPATCHED') AS oldest
        FROM parts p CROSS JOIN LATERAL (
          SELECT queue, state, dispatched_at FROM job
-         WHERE partition = p.partition AND state IN ('DISPATCHED', 'RUNNING')
+         WHERE partition = p.partition AND phase = 1
            AND ($3::text IS NULL OR tenant_id = $3)) j
        GROUP BY j.queue)
      SELECT coalesce(o.queue, i.queue) AS queue,

@@ -17,7 +17,7 @@ export async function pruneFinishedJobs(
     text: `WITH gone AS (
        DELETE FROM job WHERE job_id IN (
          SELECT job_id FROM job
-         WHERE state IN ('SUCCEEDED', 'CANCELLED', 'EXPIRED')
+         WHERE phase = 2 AND state IN ('SUCCEEDED', 'CANCELLED', 'EXPIRED')
            AND finished_at < now() - $1 * interval '1 millisecond'
          ORDER BY finished_at
          LIMIT $2

@@ -152,7 +152,7 @@ export async function workerList(pool: pg.Pool | pg.ClientBase): Promise<
     `SELECT w.worker_id, w.incarnation::text, ${MS_OF('w.started_at')} AS started_ms, ${MS_OF('w.beat_at')} AS beat_ms,
             ${MS_OF('w.alive_until')} AS until_ms, w.alive_until >= now() AS alive, coalesce(r.n, 0) AS running
      FROM worker_liveness w
-     LEFT JOIN (SELECT lease_owner, count(*)::int AS n FROM job WHERE state = 'RUNNING' GROUP BY lease_owner) r
+     LEFT JOIN (SELECT lease_owner, count(*)::int AS n FROM job WHERE phase = 1 AND state = 'RUNNING' GROUP BY lease_owner) r
        ON r.lease_owner = w.worker_id
      ORDER BY w.beat_at DESC LIMIT 1000`,
   );
