@@ -5,7 +5,8 @@
 -- job_lease_idx for every start and every heartbeat, and the logical decoder (the walsender Debezium
 -- reads from) decoded each of those WAL records, one syscall a record on this project's VM. Measured
 -- with bench/lab/hot-transitions (100,000 jobs through claim, start and success): 12.2 WAL records a
--- job, no HOT update; with the layout below, 7.7 records a job and 88 % of the starts HOT.
+-- job, no HOT update; with the layout below, 9.7 records a job at fillfactor 75 and 52 % of the
+-- starts HOT (7.7 and 88 % at fillfactor 50).
 --
 --   * `phase`, a stored generated column the indexes filter on instead of `state`: 0 pending
 --     (SCHEDULED), 1 in flight (DISPATCHED and RUNNING alike, so the start does not change it),
@@ -19,13 +20,16 @@
 --     margin as before, or at the first check if that comes later (a worker lease shorter than
 --     30 s on a worker whose liveness row is off; a gone worker process is found by its liveness
 --     row, migration 013, within seconds either way).
---   * fillfactor 50: the room on a job's page that lets the start's new row version stay on it
---     (75 made 52 % of the starts HOT in the lab, 50 made 88 %). A pending job takes up to twice the
---     space it did.
+--   * fillfactor 75: the room on a job's page that lets the start's new row version stay on it.
+--     100 made 1 % of the starts HOT (test/src/store-hot-start.test.ts), 75 52 %, 50 90 % (the lab:
+--     88 %, 7.7 WAL records a job against 9.7 at 75); but a pending job takes up to 1/fillfactor
+--     the space, and 50 did not make a 100k burst measurably faster (seven runs each way): 75 is the
+--     trade (a third more space for a pending job). Per table, so an operator may change it:
+--     ALTER TABLE job SET (fillfactor = N) applies to pages written after it.
 --
 -- ADD COLUMN ... STORED rewrites the table (an ACCESS EXCLUSIVE lock for the time of a rewrite: a
 -- few seconds per million jobs on this machine), and the rewrite packs it to the new fillfactor.
-ALTER TABLE job SET (fillfactor = 50);
+ALTER TABLE job SET (fillfactor = 75);
 ALTER TABLE job ADD COLUMN phase smallint GENERATED ALWAYS AS (
   CASE WHEN state = 'SCHEDULED' THEN 0
        WHEN state IN ('DISPATCHED', 'RUNNING') THEN 1
