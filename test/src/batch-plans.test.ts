@@ -5,9 +5,15 @@ import {
   inTransaction,
   jobClaimDueAcross,
   jobCreateBatch,
+  jobLoadWindow,
+  jobOverdueFair,
+  jobReconcileDue,
   jobSucceedMany,
   leaseAcquireMany,
+  leaseReap,
   partitionClaim,
+  pruneFinishedJobs,
+  queueDepth,
 } from '@sched/store';
 import { schemaForSuite } from './support/isolation.js';
 import { newJob } from './support/new-job.js';
@@ -92,6 +98,53 @@ describe('store: plans of the batched statements', () => {
     expect(done.plans).toMatch(/Update on job/);
     expect(done.plans).not.toMatch(perRowJoin);
     expect(done.plans).not.toMatch(partialIndex);
+  });
+
+  it('the scans of pending, in-flight and finished rows can use the partial indexes (they name the phase)', async () => {
+    // The indexes filter on `phase` (migration 016); a scan that says only `state` matches none of
+    // them and walks the whole table, which nothing else here would notice. Table scans are priced
+    // out so that the plan shows which index a statement can use.
+    const own = await partitionClaim(db().pool, 6, 'sched');
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(c, 6, own.epoch, [
+        newJob('idx-a', Date.now() - 60_000),
+        newJob('idx-b', Date.now() - 60_000),
+      ]),
+    );
+    const noScan = <T>(fn: (c: pg.ClientBase) => Promise<T>) =>
+      plansOf(async (c) => {
+        await c.query('SET enable_seqscan = off');
+        try {
+          return await fn(c);
+        } finally {
+          await c.query('RESET enable_seqscan');
+        }
+      });
+    const owned = [{ partition: 6, epoch: own.epoch }];
+    const window = await noScan(async (c) => {
+      const pages = [];
+      for await (const page of jobLoadWindow(c as unknown as pg.Pool, 6, null, Date.now() + 60_000))
+        pages.push(page);
+      return pages.flat();
+    });
+    expect(window.out).toHaveLength(2);
+    expect(window.plans).toMatch(/job_due_idx/);
+    const overdue = await noScan((c) => jobOverdueFair(c, [6], 10, 1_000));
+    expect(overdue.out).toHaveLength(2);
+    expect(overdue.plans).toMatch(/job_due_idx/);
+    const depth = await noScan((c) => queueDepth(c, { partitions: [6], graceMs: 1_000 }));
+    expect(depth.out).toEqual([expect.objectContaining({ overdue: 2 })]);
+    expect(depth.plans).toMatch(/job_due_idx[\s\S]*job_lease_idx|job_lease_idx[\s\S]*job_due_idx/);
+    const reconciled = await noScan((c) => jobReconcileDue(c, owned, 10, 60_000, 1_000));
+    expect(reconciled.out).toHaveLength(2);
+    expect(reconciled.plans).toMatch(/job_due_idx/);
+    const reaped = await noScan((c) => leaseReap(c, 6, own.epoch, 10, 0, ['w-gone']));
+    expect(reaped.out).toEqual([]);
+    expect(reaped.plans).toMatch(/job_lease_idx/);
+    expect(reaped.plans).not.toMatch(/Seq Scan on job/);
+    const pruned = await noScan((c) => pruneFinishedJobs(c, 60_000));
+    expect(pruned.out).toBe(0);
+    expect(pruned.plans).toMatch(/job_finished_idx/);
   });
 
   it('a claim across several partitions scans the id list once and stamps each row with its own epoch', async () => {

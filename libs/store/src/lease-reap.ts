@@ -18,8 +18,9 @@ export interface ReapedJob {
  * lease_reap: DISPATCHED/RUNNING jobs of the partition whose lease ended more than `$4` ms ago
  * (clock-skew margin) go back to SCHEDULED, due now, with the lost attempt counted; those that
  * used up max_attempts go DEAD. They are found by their check time (`lease_check_at`, see
- * lease-check.ts): a job checked whose lease still runs gets its next check at the lease's end. A started attempt among them gets its attempt row, LEASE_LOST (or,
- * started before migration 008, has its open row closed so).
+ * lease-check.ts): a job checked whose lease still runs gets its next check at the lease's end.
+ * A started attempt among them gets its attempt row, LEASE_LOST (or, started before migration 008,
+ * has its open row closed so).
  * SKIP LOCKED, bounded by `$3`, fenced.
  *
  * With `goneOwners` (worker ids that `workersGone` listed), RUNNING jobs of those owners whose
