@@ -161,6 +161,12 @@ describe('local stack', () => {
         [since],
       );
       expect(beat.rows).toEqual([{ fresh: true }]);
+      // The beat's table has a key: without one Debezium logs a WARN ("Primary keys are not defined
+      // for table 'heartbeat'") each time it reads the table's description, about once a minute.
+      const key = await ours.query('SELECT 1 FROM pg_index WHERE indrelid = $1::regclass AND indisprimary', [
+        'sched_cdc.heartbeat',
+      ]);
+      expect(key.rowCount).toBe(1);
       // `status` shows the beat's age (a stopped beat is otherwise only an ERROR line in connect.log).
       const st = await stackStatus(quiet);
       expect(st.services.find((x) => x.name === 'postgres')?.detail).toMatch(/, heartbeat \d+ s ago$/);

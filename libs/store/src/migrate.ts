@@ -117,8 +117,20 @@ async function ensurePublished(client: pg.Client, schema: string): Promise<void>
   }
   await client.query(`CREATE SCHEMA IF NOT EXISTS ${CDC_HEARTBEAT_SCHEMA}`);
   await client.query(
-    `CREATE TABLE IF NOT EXISTS ${CDC_HEARTBEAT_TABLE} (beat_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE IF NOT EXISTS ${CDC_HEARTBEAT_TABLE} (
+       beat_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+       beat_at timestamptz NOT NULL DEFAULT now())`,
   );
+  // A table of older code has no key: Debezium then logs a WARN ("Primary keys are not defined for
+  // table 'heartbeat'") each time it reads the table's description, every few minutes. Altered only
+  // when the key is missing: an ALTER would take the table's lock and invalidate its description.
+  const keyed = await client.query('SELECT 1 FROM pg_index WHERE indrelid = $1::regclass AND indisprimary', [
+    CDC_HEARTBEAT_TABLE,
+  ]);
+  if (keyed.rowCount === 0)
+    await client.query(
+      `ALTER TABLE ${CDC_HEARTBEAT_TABLE} ADD COLUMN IF NOT EXISTS beat_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY`,
+    );
   await addToPublication(client, CDC_HEARTBEAT_SCHEMA, 'heartbeat');
   await addToPublication(client, schema, 'outbox');
 }
