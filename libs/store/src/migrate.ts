@@ -122,7 +122,7 @@ async function ensurePublished(client: pg.Client, schema: string): Promise<void>
        beat_at timestamptz NOT NULL DEFAULT now())`,
   );
   // A table of older code has no key: Debezium then logs a WARN ("Primary keys are not defined for
-  // table 'heartbeat'") each time it reads the table's description, every few minutes. Altered only
+  // table 'heartbeat'") each time it reads the table's description, about once a minute. Altered only
   // when the key is missing: an ALTER would take the table's lock and invalidate its description.
   const keyed = await client.query('SELECT 1 FROM pg_index WHERE indrelid = $1::regclass AND indisprimary', [
     CDC_HEARTBEAT_TABLE,
