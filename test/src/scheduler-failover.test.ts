@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createJob, sleep } from './support/kafka.js';
+import { claimLateness, createJob, sleep } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 const FAST_GROUP = { SCHED_SESSION_TIMEOUT_MS: '6000', SCHED_HEARTBEAT_INTERVAL_MS: '1000' };
@@ -32,6 +32,7 @@ describe('scheduler failover on the real stack', () => {
     const ids = new Set(seen.map((d) => d.record.jobId));
     expect(ids.size).toBe(n); // 0 lost
     expect(seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]);
+    console.log(`kill -9 under load: ${claimLateness(seen)}`);
     // Every partition ended with the survivor, under a bumped epoch.
     const { rows } = await s.db.pool.query<{ owner_id: string; epoch: number }>(
       'SELECT owner_id, epoch FROM partition_owner',
@@ -83,5 +84,6 @@ describe('scheduler failover on the real stack', () => {
     expect(s.collector.seen.filter((d) => old.has(`${d.record.partition}:${d.record.epoch}`))).toEqual([]);
     const ids = s.collector.seen.map((d) => d.record.jobId);
     expect(ids.length).toBe(new Set(ids).size); // and no duplicate dispatch
+    console.log(`stale owner frozen, B takes over: ${claimLateness(s.collector.seen)}`);
   });
 });

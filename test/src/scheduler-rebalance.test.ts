@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createJob, sleep, until } from './support/kafka.js';
+import { claimLateness, createJob, sleep, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 import type { SchedulerProcess } from './support/app-process.js';
 
@@ -78,6 +78,7 @@ describe('rebalances move only the partitions balance needs (sticky assignment)'
     expect(new Set(seen.map((d) => d.record.jobId)).size).toBe(n); // 0 lost
     expect(seen).toHaveLength(n); // each once
     expect(seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]); // 0 early
+    console.log(`join and leave under load: ${claimLateness(seen)}`);
   });
 
   it('a member cut off from the group (SIGSTOP past its session) comes back and takes up partitions afresh', async () => {

@@ -87,6 +87,10 @@ export function kafkajsPort(options: KafkajsOptions): KafkaPort {
           const meta = await admin.fetchTopicMetadata({ topics: [topic] });
           return meta.topics[0]?.partitions.length ?? 0;
         },
+        async endOffsets(topic: string) {
+          const ends = await admin.fetchTopicOffsets(topic);
+          return new Map(ends.map((e) => [e.partition, Number(e.high)]));
+        },
         async groupLag(groupId: string, topic: string) {
           const ends = await admin.fetchTopicOffsets(topic);
           const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
@@ -329,7 +333,7 @@ class KafkajsGroupConsumer implements GroupConsumer {
     }, this.heartbeatMs);
     try {
       await this.handlers.onBatch(
-        { topic: batch.topic, partition: batch.partition, messages },
+        { topic: batch.topic, partition: batch.partition, messages, highWatermark: batch.highWatermark },
         {
           heartbeat: () => payload.heartbeat(),
           isStale: () =>

@@ -39,6 +39,11 @@ export interface PartitionBatch {
   topic: string;
   partition: number;
   messages: InboundMessage[];
+  /**
+   * The partition's end offset (the offset the next record will get) as the fetch that brought
+   * this batch saw it, as a decimal string; absent when the client does not say.
+   */
+  highWatermark?: string;
 }
 
 export interface BatchControl {
@@ -125,6 +130,12 @@ export interface TopicSpec {
 export interface KafkaAdminPort {
   ensureTopics(topics: TopicSpec[]): Promise<void>;
   partitionCount(topic: string): Promise<number>;
+  /**
+   * Each partition's end offset (high watermark: the offset the next record appended will get),
+   * read from the partition leaders now. A record acknowledged before this call has an offset
+   * below it.
+   */
+  endOffsets(topic: string): Promise<Map<number, number>>;
   /** Sum over partitions of (end offset − committed offset) for a group. */
   groupLag(groupId: string, topic: string): Promise<number>;
   /**

@@ -202,7 +202,8 @@ export class CatchUpDrain {
     const byPartition = new Map<number, ClaimGroup>();
     for (const j of jobs) {
       const rt = this.d.runtime(j.partition);
-      if (!rt || rt.closed) continue;
+      // Held (taken over since the plan was read): its commands are applied first.
+      if (!rt || rt.closed || rt.held) continue;
       let g = byPartition.get(j.partition);
       if (!g) byPartition.set(j.partition, (g = { rt, entries: [] }));
       g.entries.push({ jobId: j.jobId, dueMs: j.dueAtMs, tag: this.d.fireTags.tag(j.tenantId, j.priority) });

@@ -144,6 +144,11 @@ export class CommandApplier {
       return this.applyRuns(client, rt, fresh);
     });
     rt.appliedOffset = lastOffset;
+    const committedMs = Date.now();
+    for (const m of fresh) {
+      if (m.timestampMs > 0)
+        this.d.metrics.commandApplyLag.observe(Math.max(0, committedMs - m.timestampMs) / 1000);
+    }
     this.d.onDispatched(dispatched, rt.partition);
 
     // Index updates after commit: the index only ever mirrors committed state.
@@ -203,13 +208,15 @@ export class CommandApplier {
           }
           // The dispatching statement only when some job is due, or about to be (the database's
           // clock decides; a second of margin covers a skew between the two clocks).
+          // Never while the partition's takeover hold lasts: a cancel further on in the backlog
+          // must find the job not dispatched yet.
           const soon = Date.now() + 1_000;
           const { created, dispatched } = await jobCreateDispatching(
             client,
             rt.partition,
             rt.epoch,
             jobs,
-            jobs.some((j) => j.dueAtMs <= soon) ? this.d.dispatchOnCreateLeaseMs : null,
+            !rt.held && jobs.some((j) => j.dueAtMs <= soon) ? this.d.dispatchOnCreateLeaseMs : null,
           );
           // Already due: dispatched by the create, never in the index.
           const gone = new Set(dispatched.map((d) => d.jobId));

@@ -125,6 +125,12 @@ export interface SchedulerOptions {
    * where the time went; an event-loop stall longer than this is logged too.
    */
   slowRoundMs: number;
+  /**
+   * The longest a partition taken over waits to fire until the commands already on the command
+   * topic at takeover are applied (ms; 0: no limit). Past it the partition fires with the rest of
+   * that backlog unapplied, with a warning: a cancel or reschedule among them may lose to its job.
+   */
+  takeoverMaxHoldMs: number;
   /** Test hook: SIGKILL between generating a schedule occurrence and committing (never in production). */
   testCrashAfterGenerate: boolean;
 }
@@ -158,6 +164,7 @@ export const schedulerDefaults: SchedulerOptions = {
   finishedJobRetentionMs: 7 * 24 * 3600_000,
   pruneEveryMs: 30_000,
   sessionTimeoutMs: 3_000,
+  takeoverMaxHoldMs: 120_000,
   heartbeatIntervalMs: 1_000,
   fetchMaxWaitMs: 20,
   commitIntervalMs: 200,
@@ -204,6 +211,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
       requirePositiveInt(problem, k, c[k]);
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
+    requireNonNegativeInt(problem, 'takeoverMaxHoldMs', c.takeoverMaxHoldMs);
     requireNonNegativeInt(problem, 'workerGoneWindowMs', c.workerGoneWindowMs);
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
@@ -255,6 +263,7 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   firePriorityWeights: { env: 'SCHED_FIRE_PRIORITY_WEIGHTS', kind: 'ints' },
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
+  takeoverMaxHoldMs: { env: 'SCHED_TAKEOVER_MAX_HOLD_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },
   commitIntervalMs: { env: 'SCHED_COMMIT_INTERVAL_MS', kind: 'int' },
   lifecycleEvents: { env: 'SCHED_LIFECYCLE_EVENTS', kind: 'bool' },

@@ -230,3 +230,25 @@ describe('FiringDriver round gap', () => {
     });
   });
 });
+
+describe('FiringDriver takeover hold', () => {
+  for (const fairLookahead of [0, 10_000]) {
+    it(`claims nothing of a held partition until its hold ends (fairLookahead ${fairLookahead})`, async () => {
+      const rt = new PartitionRuntime(0, 1, -1, arrayIndex());
+      rt.index.upsert('due-1', Date.now() - 5);
+      rt.catchUpTo = 4; // commands 0-4 on Kafka at takeover, none applied
+      const seen: ClaimGroup[][] = [];
+      const driver = driverFor(rt, seen, { minRoundGapMs: 0, fairLookahead, claimBatchSize: 2_000 });
+      driver.fireDue();
+      driver.arm(true);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(seen).toEqual([]);
+      expect(rt.ready.size).toBe(0);
+      rt.appliedOffset = 4;
+      driver.arm(true);
+      await new Promise((r) => setTimeout(r, 50));
+      driver.stop();
+      expect(seen.flat().flatMap((g) => g.entries.map((e) => e.jobId))).toEqual(['due-1']);
+    });
+  }
+});

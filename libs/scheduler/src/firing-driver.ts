@@ -63,7 +63,8 @@ export class FiringDriver {
   arm(force = false): void {
     if (this.stopping) return;
     let next = Infinity;
-    for (const rt of this.d.runtimes()) next = Math.min(next, rt.nextDueMs());
+    // A held partition (takeover hold) wakes the driver when its hold ends (`arm(true)`).
+    for (const rt of this.d.runtimes()) if (!rt.held) next = Math.min(next, rt.nextDueMs());
     const at = Math.max(
       Math.min(next, Date.now() + this.d.config.maxSleepMs),
       this.lastRoundAt + this.d.config.minRoundGapMs,
@@ -132,7 +133,7 @@ export class FiringDriver {
       for (let k = 0; k < rts.length && refill > 0; k++) {
         const rt = rts[(this.roundCursor + k) % rts.length]!;
         const room = Math.min(Math.max(claimBatchSize, FAIR_REFILL), fairLookahead - rt.ready.size, refill);
-        if (rt.closed || room <= 0 || rt.index.nextDueMs() > now) continue;
+        if (rt.closed || rt.held || room <= 0 || rt.index.nextDueMs() > now) continue;
         const moved = rt.index.advance(now, room);
         for (const e of moved) rt.ready.push(e);
         refill -= moved.length;
@@ -140,7 +141,8 @@ export class FiringDriver {
     }
     for (let k = 0; k < rts.length && budget > 0; k++) {
       const rt = rts[(this.roundCursor + k) % rts.length]!;
-      if (rt.closed) continue;
+      // Held until the commands on Kafka at takeover are applied (see PartitionOwnership).
+      if (rt.closed || rt.held) continue;
       let entries: DueEntry[];
       if (fairLookahead > 0) {
         if (rt.ready.size === 0) continue;

@@ -17,7 +17,14 @@ const quiet = { info: () => undefined, warn: () => undefined, error: () => undef
  */
 function scripted(
   rows: () => WindowEntry[],
-  opts: { refuse?: boolean; secondRead?: Promise<void>; epochInStore?: () => number } = {},
+  opts: {
+    refuse?: boolean;
+    secondRead?: Promise<void>;
+    epochInStore?: () => number;
+    /** The command topic's end offsets (default: every partition empty). */
+    endOffsets?: () => Promise<Map<number, number>>;
+    takeoverMaxHoldMs?: number;
+  } = {},
 ) {
   const metrics = createSchedulerMetrics('test');
   const calls: string[] = [];
@@ -26,7 +33,11 @@ function scripted(
   let epoch = 0;
   let onClaim: (() => void) | undefined;
   const owner: PartitionOwnership = new PartitionOwnership({
-    config: schedulerConfig({ ownerId: 'o1', commandsTopic: 't' }),
+    config: schedulerConfig({
+      ownerId: 'o1',
+      commandsTopic: 't',
+      ...(opts.takeoverMaxHoldMs === undefined ? {} : { takeoverMaxHoldMs: opts.takeoverMaxHoldMs }),
+    }),
     pool: {} as pg.Pool,
     metrics,
     log: quiet,
@@ -43,6 +54,8 @@ function scripted(
       return { partition, ownerId: 'o1', epoch: ++epoch, appliedOffset: -1 } as ClaimedOwnership;
     },
     currentEpoch: async () => Promise.resolve(opts.epochInStore?.() ?? epoch),
+    endOffsets:
+      opts.endOffsets ?? (async () => Promise.resolve(new Map([0, 1, 2, 3].map((p) => [p, 0] as const)))),
     loadWindow: async function* (_p, fromMs, untilMs) {
       calls.push('load');
       ranges.push([fromMs, untilMs]);
@@ -207,5 +220,88 @@ describe('PartitionOwnership setup', () => {
     await s.owner.onAssigned([1]);
     expect(claims()).toBe(before + 1);
     expect(await s.epochGauge()).toEqual({ '0': 1, '1': 3 });
+  });
+});
+
+describe('PartitionOwnership takeover hold', () => {
+  const now = Date.now();
+  const due = (): WindowEntry[] => [{ id: 'a', dueMs: now - 10, tag: 0 }];
+  const holdCount = async (s: ReturnType<typeof scripted>, outcome: string) => {
+    const { values } = await (
+      s.owner as unknown as { d: { metrics: ReturnType<typeof createSchedulerMetrics> } }
+    ).d.metrics.takeoverHold.get();
+    return values.find((v) => v.metricName?.endsWith('_count') && v.labels.outcome === outcome)?.value ?? 0;
+  };
+
+  it('holds firing until the commands on Kafka at takeover are applied', async () => {
+    // Ten commands on the partition (offsets 0-9), none applied: held, with a due job waiting.
+    const s = scripted(due, { endOffsets: async () => Promise.resolve(new Map([[0, 10]])) });
+    await s.owner.onAssigned([0]);
+    const rt = s.owner.get(0)!;
+    expect([rt.held, rt.catchUpTo, rt.holdBacklog]).toEqual([true, 9, 10]);
+    expect(await holdCount(s, 'caught_up')).toBe(0);
+    // A batch up to offset 8: still held.
+    rt.appliedOffset = 8;
+    s.owner.applied(rt, '10');
+    expect(rt.held).toBe(true);
+    // Offset 9 applied: released, reported once, and the driver re-armed.
+    const arms = s.calls.length;
+    rt.appliedOffset = 9;
+    s.owner.applied(rt, '12');
+    expect(rt.held).toBe(false);
+    expect(s.calls.length).toBe(arms + 1);
+    expect(await holdCount(s, 'caught_up')).toBe(1);
+    s.owner.applied(rt, '12');
+    expect(await holdCount(s, 'caught_up')).toBe(1);
+  });
+
+  it('reports a takeover with nothing to apply as a hold of 0 and fires at once', async () => {
+    const s = scripted(due);
+    await s.owner.onAssigned([0]);
+    expect(s.owner.get(0)!.held).toBe(false);
+    expect(await holdCount(s, 'caught_up')).toBe(1);
+  });
+
+  it('takes the end from the first batch when the end offsets cannot be read', async () => {
+    const s = scripted(due, { endOffsets: async () => Promise.reject(new Error('broker away')) });
+    await s.owner.onAssigned([0]);
+    const rt = s.owner.get(0)!;
+    expect(rt.held).toBe(true);
+    rt.appliedOffset = 3;
+    s.owner.applied(rt, '7'); // the fetch saw offsets up to 6
+    expect([rt.held, rt.catchUpTo]).toEqual([true, 6]);
+    rt.appliedOffset = 6;
+    s.owner.applied(rt, '9');
+    expect(rt.held).toBe(false);
+  });
+
+  it('a partition given back while it lingered is held for what was produced meanwhile', async () => {
+    let end = 0;
+    const s = scripted(due, { endOffsets: async () => Promise.resolve(new Map([[0, end]])) });
+    s.owner.lingerMs = 60_000;
+    await s.owner.onAssigned([0]);
+    const rt = s.owner.get(0)!;
+    s.owner.onRevoked([0]);
+    end = 5;
+    await s.owner.onAssigned([0]);
+    expect(s.owner.get(0)).toBe(rt);
+    expect([rt.held, rt.catchUpTo]).toEqual([true, 4]);
+  });
+
+  it('fires with the backlog unapplied once the bound passes, and says so', async () => {
+    const s = scripted(due, {
+      endOffsets: async () => Promise.resolve(new Map([[0, 100]])),
+      takeoverMaxHoldMs: 40,
+    });
+    await s.owner.onAssigned([0]);
+    const rt = s.owner.get(0)!;
+    expect(rt.held).toBe(true);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(rt.held).toBe(false);
+    expect(await holdCount(s, 'limit')).toBe(1);
+    const limit = await (
+      s.owner as unknown as { d: { metrics: ReturnType<typeof createSchedulerMetrics> } }
+    ).d.metrics.takeoverHoldLimit.get();
+    expect(limit.values[0]!.value).toBe(1);
   });
 });

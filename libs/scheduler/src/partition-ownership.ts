@@ -28,7 +28,7 @@ export interface WindowEntry {
 export interface OwnershipDeps {
   config: Pick<
     SchedulerConfig,
-    'ownerId' | 'region' | 'horizonMs' | 'reconcileGraceMs' | 'firePriorityWeights'
+    'ownerId' | 'region' | 'horizonMs' | 'reconcileGraceMs' | 'firePriorityWeights' | 'takeoverMaxHoldMs'
   >;
   pool: pg.Pool;
   metrics: SchedulerMetrics;
@@ -46,6 +46,11 @@ export interface OwnershipDeps {
   claim?: (partition: number) => Promise<ClaimedOwnership>;
   loadWindow?: (partition: number, fromMs: number, untilMs: number) => AsyncIterable<WindowEntry[]>;
   currentEpoch?: (partition: number) => Promise<number | undefined>;
+  /**
+   * The command topic's end offset of each partition now (see `KafkaAdminPort.endOffsets`): what a
+   * new owner applies before it fires (the takeover hold).
+   */
+  endOffsets(): Promise<Map<number, number>>;
 }
 
 /**
@@ -67,6 +72,19 @@ export interface OwnershipDeps {
  * count as `handoff` (`settling`), so that `gone` keeps meaning an index that disagrees with the
  * database. No miss is ever a second dispatch: the claim checks state, due time and epoch in the
  * database.
+ *
+ * **Commands before firing (the takeover hold).** Whatever the window holds, a new owner fires
+ * nothing of the partition (no wheel round, no catch-up, no schedule occurrence, no dispatch by a
+ * create) until it has applied every command that was on the command topic when it took the
+ * partition: it reads the partition's end offset at assignment and holds until its applied offset
+ * reaches it, as a Kafka Streams task restores its state before it processes. A cancel or a
+ * reschedule acknowledged by Kafka before then is in Postgres before the job could fire, however
+ * long the partition had no live owner. The hold lasts the backlog's apply time (a handoff from a
+ * live owner has little or none); it is reported per takeover (`sched_takeover_hold_seconds`, a
+ * log line) and bounded by `takeoverMaxHoldMs`: past it the partition fires with the rest of its
+ * backlog unapplied (a warning and `sched_takeover_hold_limit_total` say so), so a partition whose
+ * commands cannot be applied does not stop firing for good. An end offset that cannot be read is
+ * taken from the first fetched batch's high watermark instead.
  */
 export class PartitionOwnership {
   private readonly runtimes = new Map<number, PartitionRuntime>();
@@ -107,7 +125,11 @@ export class PartitionOwnership {
     this.d.metrics.rebalances.inc();
     this.assigning++;
     try {
-      await this.setUpAssigned(partitions);
+      // Read once for the whole assignment, beside the first window reads; a setup awaits it after
+      // its claim. A failure is each setup's to handle (it falls back to the first batch).
+      const ends = this.d.endOffsets();
+      ends.catch(() => undefined);
+      await this.setUpAssigned(partitions, ends);
     } finally {
       this.assigning--;
     }
@@ -116,22 +138,24 @@ export class PartitionOwnership {
   }
 
   /** Sets each assigned partition up (see the class doc); every setup runs to its end first. */
-  private async setUpAssigned(partitions: number[]): Promise<void> {
+  private async setUpAssigned(partitions: number[], ends: Promise<Map<number, number>>): Promise<void> {
     // One that failed is not held (no runtime) and the consumer assigns it again later (`holds`).
-    const results = await Promise.allSettled(partitions.map((p) => this.setUp(p)));
+    const results = await Promise.allSettled(partitions.map((p) => this.setUp(p, ends)));
     const refused = results.find((r) => r.status === 'rejected' && r.reason instanceof NotHomeRegionError);
     if (refused) return this.d.demote((refused as PromiseRejectedResult).reason as NotHomeRegionError);
     const failed = results.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
   }
 
-  private async setUp(p: number): Promise<void> {
+  private async setUp(p: number, ends: Promise<Map<number, number>>): Promise<void> {
     const had = this.runtimes.get(p);
     if (had && had.lingerUntilMs > 0) {
       // Given back while it lingered: kept if nobody took it meanwhile (its epoch is current).
       if (await this.epochStillCurrent(had)) {
         had.lingerUntilMs = 0;
         this.setOwnerGauges(had);
+        // Commands produced while it was revoked were fetched by nobody: applied before it fires on.
+        await this.holdForBacklog(had, ends);
         return;
       }
       this.release(p, 'fenced', had);
@@ -155,10 +179,12 @@ export class PartitionOwnership {
       this.d.config.firePriorityWeights,
     );
     rt.loadedUntilMs = untilMs;
+    rt.catchUpUnknown = true; // held from the start: nothing fires before the end offset is known
     this.runtimes.set(p, rt);
     this.setOwnerGauges(rt);
     rt.settling = true; // until the second read: misses of what the old owner fired are `handoff`
-    this.d.arm(true); // fires from the window read before the bump
+    await this.holdForBacklog(rt, ends);
+    this.d.arm(true); // fires from the window read before the bump, once the backlog is applied
     let stale = 0;
     try {
       // What changed between that read and the bump; through the serial lane, as every load.
@@ -195,6 +221,88 @@ export class PartitionOwnership {
       .serial(() => this.loadUntil(rt, Date.now() + this.d.config.horizonMs))
       .then(() => this.d.arm(true))
       .catch((err: unknown) => this.handleLoopError(rt, err, 'horizon'));
+  }
+
+  /**
+   * Starts a takeover hold: firing of `rt` waits until its applied offset reaches the partition's
+   * end offset as `ends` gives it (or, when that read failed, as the first fetched batch says).
+   * A takeover with nothing to apply is reported with a hold of 0.
+   */
+  private async holdForBacklog(rt: PartitionRuntime, ends: Promise<Map<number, number>>): Promise<void> {
+    rt.catchUpUnknown = true;
+    rt.holdStartedMs = Date.now();
+    try {
+      const end = (await ends).get(rt.partition);
+      if (end === undefined) throw new Error(`no end offset for partition ${rt.partition}`);
+      rt.catchUpTo = end - 1;
+      rt.catchUpUnknown = false;
+    } catch (err) {
+      this.d.log.warn(
+        { err, partition: rt.partition },
+        'could not read the command partition end offset at takeover: holding firing until the first fetched batch says where the end is',
+      );
+    }
+    rt.holdBacklog = rt.catchUpUnknown ? -1 : Math.max(0, rt.catchUpTo - rt.appliedOffset);
+    if (!rt.held) return this.endHold(rt, 'nothing to apply');
+    this.d.log.info(
+      {
+        partition: rt.partition,
+        epoch: rt.epoch,
+        appliedOffset: rt.appliedOffset,
+        endOffset: rt.catchUpUnknown ? null : rt.catchUpTo + 1,
+        backlog: rt.catchUpUnknown ? null : rt.holdBacklog,
+      },
+      'partition taken over: firing held until the commands already on Kafka are applied',
+    );
+    const limitMs = this.d.config.takeoverMaxHoldMs;
+    if (limitMs > 0) {
+      const started = rt.holdStartedMs;
+      const t = setTimeout(() => {
+        if (rt.closed || rt.holdStartedMs !== started || !rt.held) return;
+        this.d.metrics.takeoverHoldLimit.inc();
+        this.d.log.warn(
+          {
+            partition: rt.partition,
+            epoch: rt.epoch,
+            heldMs: Date.now() - started,
+            appliedOffset: rt.appliedOffset,
+            endOffset: rt.catchUpUnknown ? null : rt.catchUpTo + 1,
+            limitMs,
+          },
+          'takeover hold limit (SCHED_TAKEOVER_MAX_HOLD_MS) reached: firing with commands still unapplied; a cancel or reschedule among them may lose to its job',
+        );
+        rt.catchUpTo = -1;
+        rt.catchUpUnknown = false;
+        this.endHold(rt, 'limit');
+      }, limitMs);
+      t.unref();
+    }
+  }
+
+  /**
+   * After each applied batch of a partition: ends its takeover hold once the applied offset has
+   * reached the end offset read at takeover. `highWatermark` (the batch's fetch) sets that end
+   * when it could not be read.
+   */
+  applied(rt: PartitionRuntime, highWatermark?: string): void {
+    if (rt.holdStartedMs === 0) return;
+    if (rt.catchUpUnknown && highWatermark !== undefined) {
+      rt.catchUpTo = Number(highWatermark) - 1;
+      rt.catchUpUnknown = false;
+    }
+    if (!rt.held) this.endHold(rt, 'caught up');
+  }
+
+  private endHold(rt: PartitionRuntime, why: 'nothing to apply' | 'caught up' | 'limit'): void {
+    const heldMs = Date.now() - rt.holdStartedMs;
+    rt.holdStartedMs = 0;
+    this.d.metrics.takeoverHold.observe({ outcome: why === 'limit' ? 'limit' : 'caught_up' }, heldMs / 1000);
+    if (why === 'nothing to apply') return; // the setup arms the driver itself
+    this.d.log.info(
+      { partition: rt.partition, epoch: rt.epoch, heldMs, backlog: rt.holdBacklog, why },
+      'takeover hold ended: firing',
+    );
+    this.d.arm(true);
   }
 
   private readonly claimInStore = (p: number): Promise<ClaimedOwnership> =>

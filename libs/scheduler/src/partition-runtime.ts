@@ -25,6 +25,25 @@ export class PartitionRuntime {
   settling = false;
   /** When this process took the partition under `epoch` (ms). */
   ownedSinceMs = Date.now();
+  /**
+   * The last command-topic offset this owner must have applied before it fires anything of the
+   * partition: the end offset at assignment, less one (-1: nothing to wait for). Until
+   * `appliedOffset` reaches it the partition is `held`: a cancel or reschedule already on Kafka
+   * when this owner took over is applied before the job it names can fire (see
+   * `PartitionOwnership`). Lowered to -1 when the hold's bound passes.
+   */
+  catchUpTo = -1;
+  /** Whether a takeover hold is waiting for this owner's first end-offset read. */
+  catchUpUnknown = false;
+  /** When the current takeover hold began (ms; 0: none under way). */
+  holdStartedMs = 0;
+  /** Commands between the applied offset and the end at the hold's start (-1: not known). */
+  holdBacklog = 0;
+
+  /** Firing is held until the commands already on Kafka at takeover are applied. */
+  get held(): boolean {
+    return this.catchUpUnknown || this.catchUpTo > this.appliedOffset;
+  }
 
   /** Held as this partition's owner: neither let go of nor revoked (lingering). */
   get owning(): boolean {

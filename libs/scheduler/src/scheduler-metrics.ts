@@ -137,6 +137,24 @@ export function createSchedulerMetrics(ownerId: string) {
       ' 1 while this process stands by because another region is home (SCHED_REGION, sched region promote)',
     ),
     rebalances: counter(registry, 'sched_rebalances_total', 'assignment changes seen'),
+    takeoverHold: histogram(
+      registry,
+      'sched_takeover_hold_seconds',
+      'per partition taken over: how long firing was held until the commands already on the command topic at takeover were applied (outcome caught_up, or limit when SCHED_TAKEOVER_MAX_HOLD_MS ended it), seconds',
+      [0, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      ['outcome'],
+    ),
+    commandApplyLag: histogram(
+      registry,
+      'sched_command_apply_lag_seconds',
+      'command record timestamp (set by its producer) → its batch committed to Postgres, per command record; the window in which a live owner may fire a job a command in flight was meant to change, seconds',
+      [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    ),
+    takeoverHoldLimit: counter(
+      registry,
+      'sched_takeover_hold_limit_total',
+      'takeover holds ended by SCHED_TAKEOVER_MAX_HOLD_MS with commands still unapplied (the partition fired without them)',
+    ),
     fencedWrites: counter(
       registry,
       'sched_fenced_writes_total',

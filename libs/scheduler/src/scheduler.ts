@@ -3,6 +3,7 @@ import type { Logger } from '@sched/logging';
 import {
   negotiatedSessionTimeout,
   type GroupConsumer,
+  type KafkaAdminPort,
   type KafkaPort,
   type MessageProducer,
 } from '@sched/kafka';
@@ -50,6 +51,8 @@ export class Scheduler {
   private readonly owner: PartitionOwnership;
   private consumer: GroupConsumer | null = null;
   private producer: MessageProducer | null = null;
+  /** Reads the command topic's end offsets for the takeover hold (opened at start). */
+  private admin: KafkaAdminPort | null = null;
   private applier: CommandApplier | null = null;
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
@@ -89,6 +92,10 @@ export class Scheduler {
       demote: (err) => this.demote(err),
       released: () => this.reconciler.forgetBacklogCounts(),
       stopping: () => this.stopping,
+      endOffsets: () => {
+        if (!this.admin) return Promise.reject(new Error('the Kafka admin client is not open'));
+        return this.admin.endOffsets(d.config.commandsTopic);
+      },
     });
     this.reconciler = new Reconciler({
       pool: d.pool,
@@ -124,6 +131,7 @@ export class Scheduler {
   async start(): Promise<void> {
     const c = this.d.config;
     this.producer = await this.d.kafka.producer({ idempotent: true });
+    this.admin = await this.d.kafka.admin();
     // An optimisation: a scheduler that could not warm its connections still starts.
     await this.claimer
       .warm(c.claimConcurrency)
@@ -176,6 +184,7 @@ export class Scheduler {
           await rt
             .serial(() => this.applier!.applyBatch(rt, batch.messages))
             .catch((err: unknown) => this.owner.onFenced(rt, err));
+          this.owner.applied(rt, batch.highWatermark);
           this.firing.arm();
         },
       },
@@ -212,6 +221,7 @@ export class Scheduler {
     await this.observer?.stop();
     await this.consumer?.stop();
     await this.producer?.disconnect();
+    await this.admin?.disconnect().catch(() => undefined);
   }
 
   /**
@@ -319,7 +329,8 @@ export class Scheduler {
   /** Schedule sweep: generates due occurrences the wheel did not (and releases buffered ones). */
   async generateOnce(): Promise<void> {
     for (const rt of this.owner.all()) {
-      if (rt.closed) continue;
+      // Held: a pause or delete of a schedule may still be on its way from the command topic.
+      if (rt.closed || rt.held) continue;
       try {
         this.applyGeneration(rt, await this.generator.runOnce(rt, null));
       } catch (err) {

@@ -224,3 +224,14 @@ export async function until(what: string, timeoutMs: number, check: () => Promis
     await sleep(100);
   }
 }
+
+/**
+ * How late the dispatches were claimed (claimedAtMs − dueAtMs): the handoff latency a rebalance
+ * or failover test reports (median, p99, worst), as a line for its log.
+ */
+export function claimLateness(seen: readonly SeenDispatch[]): string {
+  const late = seen.map((d) => d.record.claimedAtMs - d.record.dueAtMs).sort((a, b) => a - b);
+  if (late.length === 0) return 'no dispatch';
+  const q = (p: number) => late[Math.min(late.length - 1, Math.floor(p * late.length))]!;
+  return `due → claim p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${late[late.length - 1]} ms over ${late.length} dispatches`;
+}
