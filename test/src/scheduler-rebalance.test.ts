@@ -78,7 +78,14 @@ describe('rebalances move only the partitions balance needs (sticky assignment)'
     expect(new Set(seen.map((d) => d.record.jobId)).size).toBe(n); // 0 lost
     expect(seen).toHaveLength(n); // each once
     expect(seen.filter((d) => d.record.claimedAtMs < d.record.dueAtMs)).toEqual([]); // 0 early
-    console.log(`join and leave under load: ${claimLateness(seen)}`);
+    // The takeover holds of the moved partitions (commands still unapplied at their takeover).
+    const holds = [a, b, c]
+      .flatMap((p) => p.output().split('\n'))
+      .filter((l) => l.includes('takeover hold ended'))
+      .map((l) => (JSON.parse(l) as { heldMs: number; why: string }).heldMs);
+    console.log(
+      `join and leave under load: ${claimLateness(seen)}; takeover holds ${holds.length ? holds.join(', ') + ' ms' : 'none'}`,
+    );
   });
 
   it('a member cut off from the group (SIGSTOP past its session) comes back and takes up partitions afresh', async () => {

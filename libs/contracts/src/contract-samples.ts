@@ -233,6 +233,8 @@ export const FULL_REJECTED: CommandRejected = {
   sourceOffset: '9007199254740993',
   originalKey: Buffer.from('job-1'),
   originalValue: Buffer.from([0, 0, 0, 0, 1, 2]),
+  originalKeyBytes: 5,
+  originalValueBytes: 1_200_000,
   rejectedAtMs: T0 + 5,
   schedulerId: 'scheduler-1',
 };

@@ -1,5 +1,7 @@
 export type * from './port.js';
-export { kafkajsPort } from './kafkajs-adapter.js';
+export { RecordTooLargeError } from './port.js';
+export { kafkajsPort, kafkaErrorType } from './kafkajs-adapter.js';
+export { recordBytesUpperBound, type ProduceLimits } from './record-packing.js';
 export type { KafkajsOptions } from './kafkajs-adapter.js';
 export { negotiatedSessionTimeout, sessionTimeoutWithin } from './session-timeout.js';
 

@@ -32,7 +32,35 @@ export interface MessageProducer {
    * one request (in submission order), like a client's linger: see `SendCoalescer`.
    */
   send(topic: string, messages: OutboundMessage[]): Promise<void>;
+  /**
+   * The largest record (key + value + headers, as `recordBytesUpperBound` counts them) the topic
+   * accepts on its own: a `send` with a larger one fails with `RecordTooLargeError`, sending nothing.
+   */
+  maxRecordBytes(topic: string): Promise<number>;
   disconnect(): Promise<void>;
+}
+
+/**
+ * What a producer recovered from: `split`, a request the broker refused for its size, sent again
+ * in halves; `reset`, an idempotent-producer sequence error, sent again from a new producer.
+ */
+export type ProducerRecoveryListener = (kind: 'split' | 'reset', errorType: string) => void;
+
+/** A record larger than its topic accepts (its `max.message.bytes`): nothing of the send was sent. */
+export class RecordTooLargeError extends Error {
+  readonly code = 'KAFKA_E_RECORD_TOO_LARGE';
+  constructor(
+    readonly topic: string,
+    /** Index of the first such record in the send. */
+    readonly index: number,
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(
+      `${topic} accepts records of at most ${maxBytes} bytes (its max.message.bytes less the batch overhead); record ${index} of the send has ${bytes}`,
+    );
+    this.name = 'RecordTooLargeError';
+  }
 }
 
 export interface PartitionBatch {
@@ -149,7 +177,11 @@ export interface KafkaAdminPort {
 
 export interface KafkaPort {
   /** `lingerMs` (default 0): how long a send waits for others to share its request, beyond those that arrive while one is in flight. */
-  producer(options?: { idempotent?: boolean; lingerMs?: number }): Promise<MessageProducer>;
+  producer(options?: {
+    idempotent?: boolean;
+    lingerMs?: number;
+    onRecovery?: ProducerRecoveryListener;
+  }): Promise<MessageProducer>;
   groupConsumer(options: GroupConsumerOptions, handlers: GroupConsumerHandlers): GroupConsumer;
   admin(): Promise<KafkaAdminPort>;
 }

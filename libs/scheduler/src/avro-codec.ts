@@ -36,7 +36,13 @@ export function avroSchedulerCodec(contracts: Contracts): SchedulerCodec {
       return contracts.encodeEvent(e);
     },
     encodeRejected(r) {
-      return contracts.encodeRejected({ ...r, commandId: null, tenantId: null });
+      return contracts.encodeRejected({
+        ...r,
+        originalKeyBytes: r.originalKeyBytes ?? null,
+        originalValueBytes: r.originalValueBytes ?? null,
+        commandId: null,
+        tenantId: null,
+      });
     },
   };
 }

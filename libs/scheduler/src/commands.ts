@@ -155,6 +155,10 @@ export interface RejectedFields {
   sourceOffset: string;
   originalKey: Buffer | null;
   originalValue: Buffer;
+  /** Set when `originalKey` holds only the key's first bytes: its full size. */
+  originalKeyBytes?: number | null;
+  /** Set when `originalValue` holds only the value's first bytes: its full size. */
+  originalValueBytes?: number | null;
   rejectedAtMs: number;
   schedulerId: string;
 }

@@ -150,6 +150,23 @@ export function createSchedulerMetrics(ownerId: string) {
       'command record timestamp (set by its producer) → its batch committed to Postgres, per command record; the window in which a live owner may fire a job a command in flight was meant to change, seconds',
       [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     ),
+    rejectionPublishFailures: counter(
+      registry,
+      'sched_rejection_publish_failures_total',
+      'attempts to produce a batch of rejected commands to the rejected topic that failed and were retried (the partition waits meanwhile), by error',
+      ['error'],
+    ),
+    rejectionsTruncated: counter(
+      registry,
+      'sched_rejections_truncated_total',
+      'rejections too large to carry the original record whole: they carry its first bytes and its source partition and offset',
+    ),
+    producerRecoveries: counter(
+      registry,
+      'sched_producer_recoveries_total',
+      'produce requests the producer sent again: split (refused as too large, sent in halves) or reset (an idempotent-producer sequence error, sent from a new producer), by Kafka error',
+      ['kind', 'error'],
+    ),
     takeoverHoldLimit: counter(
       registry,
       'sched_takeover_hold_limit_total',

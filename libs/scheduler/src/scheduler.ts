@@ -130,7 +130,10 @@ export class Scheduler {
 
   async start(): Promise<void> {
     const c = this.d.config;
-    this.producer = await this.d.kafka.producer({ idempotent: true });
+    this.producer = await this.d.kafka.producer({
+      idempotent: true,
+      onRecovery: (kind, error) => this.d.metrics.producerRecoveries.inc({ kind, error }),
+    });
     this.admin = await this.d.kafka.admin();
     // An optimisation: a scheduler that could not warm its connections still starts.
     await this.claimer

@@ -43,7 +43,9 @@ export function kafka(): KafkaPort {
   });
 }
 
-export async function ensureTopics(topics: { topic: string; partitions: number }[]): Promise<void> {
+export async function ensureTopics(
+  topics: { topic: string; partitions: number; config?: Record<string, string> }[],
+): Promise<void> {
   const admin = await kafka().admin();
   try {
     await admin.ensureTopics(topics);

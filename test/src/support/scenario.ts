@@ -30,15 +30,23 @@ export class Scenario {
     return `sched.dispatch.${this.queue}`;
   }
 
-  static async create(name: string, partitions = 4): Promise<Scenario> {
+  /**
+   * `topicConfig`: topic-level settings of the scenario's command and rejected topics (the broker's
+   * defaults otherwise), e.g. `max.message.bytes`.
+   */
+  static async create(
+    name: string,
+    partitions = 4,
+    topicConfig: { commands?: Record<string, string>; rejected?: Record<string, string> } = {},
+  ): Promise<Scenario> {
     const db = await isolatedSchema(name);
     const queue = db.schema.replace(/_/g, '-');
     await db.pool.query('INSERT INTO queue (queue) VALUES ($1)', [queue]);
     const s = new Scenario(db, queue, `t.${db.schema}.commands`, `${db.schema}-sched`, partitions);
     await ensureTopics([
-      { topic: s.commandsTopic, partitions },
+      { topic: s.commandsTopic, partitions, config: topicConfig.commands },
       { topic: s.dispatchTopic, partitions: 4 },
-      { topic: `t.${db.schema}.rejected`, partitions: 1 },
+      { topic: `t.${db.schema}.rejected`, partitions: 1, config: topicConfig.rejected },
     ]);
     s.producer = await CommandProducer.open(s.commandsTopic);
     s.collector = await new Collector([s.dispatchTopic]).start();

@@ -27,8 +27,24 @@ export interface CommandRejected {
    */
   sourceOffset: string;
   originalKey: Buffer | null;
-  /** The original value bytes; null for a tombstone. */
+  /**
+   * The original value bytes; null for a tombstone. Only the first bytes when originalValueBytes is
+   * set.
+   */
   originalValue: Buffer | null;
+  /**
+   * Set when the rejection could not carry the original key whole (the record would have been
+   * larger than this topic accepts): the key's full size; originalKey (and the Kafka key) then hold
+   * its first bytes. The whole record stays at sourceTopic/sourcePartition/sourceOffset while that
+   * topic retains it.
+   */
+  originalKeyBytes: number | null;
+  /**
+   * Set when the rejection could not carry the original value whole: the value's full size;
+   * originalValue then holds its first bytes. The whole record stays at
+   * sourceTopic/sourcePartition/sourceOffset while that topic retains it.
+   */
+  originalValueBytes: number | null;
   /** Epoch milliseconds UTC. */
   rejectedAtMs: number;
   /** Instance that rejected the record. */
@@ -49,6 +65,8 @@ export interface CommandRejectedInput {
   sourceOffset: string;
   originalKey?: Buffer | null;
   originalValue?: Buffer | null;
+  originalKeyBytes?: number | null;
+  originalValueBytes?: number | null;
   rejectedAtMs: number;
   schedulerId: string;
 }
