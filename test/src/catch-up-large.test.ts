@@ -31,6 +31,8 @@ describe('catch-up of a backlog whose reads are slow: held plans, read ahead, or
     const p = await s.startScheduler({
       SCHED_RECONCILE_EVERY_MS: '100',
       SCHED_CATCH_UP_RATE_PER_SEC: '20000',
+      // No worker starts these: admission control would pause the queue at 50,000 unstarted.
+      SCHED_QUEUE_MAX_UNSTARTED: '0',
     });
     await s.collector.waitFor(() => s.collector.seen.length >= n, 120_000, 'the backlog');
     const records = s.collector.seen.map((d) => d.record);

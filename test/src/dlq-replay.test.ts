@@ -12,7 +12,7 @@ import {
 import { jobComplete } from '@sched/store';
 import { endpoints, isolatedSchema, type IsolatedSchema } from './support/isolation.js';
 
-const operator = { id: 'alice@ops', permissions: [REPLAY_PERMISSION] };
+const operator = { id: 'alice@ops', tenantId: 'default', permissions: [REPLAY_PERMISSION] };
 
 describe('DLQ governance: authorised, audited, rate-limited, schema-checked replay', () => {
   let db: IsolatedSchema;
@@ -106,7 +106,7 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
     await deadJob('d-1', 'opaque', Buffer.from('{}'));
     await expect(
       replayDeadLetters(db.pool, validator, {
-        caller: { id: 'bob', permissions: [] },
+        caller: { id: 'bob', tenantId: 'default', permissions: [] },
         jobIds: ['d-1'],
         reason: 'retry it',
         ratePerSec: 10,
@@ -149,7 +149,7 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
     expect(a).toHaveLength(1);
     expect(a[0]).toMatchObject({ actor: 'alice@ops', reason: 'provider outage fixed (INC-42)', count: 4 });
     expect(a[0]!.subject.jobIds).toEqual(['d-2', 'd-3', 'd-4', 'd-5']);
-    const view = await deadLetterGet(db.pool, 'd-2');
+    const view = await deadLetterGet(db.pool, 'd-2', 'default');
     expect(view?.replayCount).toBe(1);
     expect(view?.history).toHaveLength(1); // the failed attempt is kept; the replay will add its own
   });
@@ -195,7 +195,7 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
       expect(r.replayed).toEqual(['poison']);
       await dieAgain('poison', `PermanentFailure: invalid account ${7 + round}`); // same fingerprint
     }
-    expect((await deadLetterGet(db.pool, 'poison'))?.quarantined).toBe(true);
+    expect((await deadLetterGet(db.pool, 'poison', 'default'))?.quarantined).toBe(true);
     const refused = await replayDeadLetters(db.pool, validator, {
       caller: operator,
       jobIds: ['poison'],
@@ -213,7 +213,11 @@ describe('DLQ governance: authorised, audited, rate-limited, schema-checked repl
       }),
     ).rejects.toMatchObject({ code: 'SCHED_E_REPLAY_FORBIDDEN' });
     const forced = await replayDeadLetters(db.pool, validator, {
-      caller: { id: 'lead@ops', permissions: [REPLAY_PERMISSION, REPLAY_QUARANTINED_PERMISSION] },
+      caller: {
+        id: 'lead@ops',
+        tenantId: 'default',
+        permissions: [REPLAY_PERMISSION, REPLAY_QUARANTINED_PERMISSION],
+      },
       jobIds: ['poison'],
       reason: 'manual override after fixing the account',
       ratePerSec: 10,

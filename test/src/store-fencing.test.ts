@@ -199,7 +199,7 @@ describe('store: fencing and claims against real Postgres', () => {
     }
   });
 
-  it('the lease reaper returns an expired dispatch to SCHEDULED with the attempt counted', async () => {
+  it('the lease reaper returns an expired dispatch no worker started to SCHEDULED, giving its attempt back', async () => {
     const own = await partitionClaim(db().pool, 4, 'a');
     await inTransaction(db().pool, (c) =>
       jobCreateBatch(c, 4, own.epoch, [{ ...job('lease-1', Date.now() - 1), priority: 3 }]),
@@ -211,7 +211,7 @@ describe('store: fencing and claims against real Postgres', () => {
     expect(reaped).toEqual([
       expect.objectContaining({
         jobId: 'lease-1',
-        attempt: 1,
+        attempt: 0, // never started: the dispatch spent no attempt (migration 017)
         state: 'SCHEDULED',
         tenantId: 'default',
         priority: 3,
@@ -219,6 +219,49 @@ describe('store: fencing and claims against real Postgres', () => {
     ]);
     const stale = await inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch - 1, 10, 0));
     expect(stale).toEqual([]);
+    const { rows } = await db().pool.query(
+      "SELECT attempt, lapsed_dispatches FROM job WHERE job_id = 'lease-1'",
+    );
+    expect(rows).toEqual([{ attempt: 0, lapsed_dispatches: 1 }]);
+  });
+
+  it('the lease reaper dead-letters a job past its budgets: lost leases (LEASE_LOST), unstarted dispatches (NEVER_STARTED)', async () => {
+    const own = await partitionClaim(db().pool, 4, 'a');
+    await inTransaction(db().pool, (c) =>
+      jobCreateBatch(c, 4, own.epoch, [job('lost-3', Date.now() - 1), job('unstarted-2', Date.now() - 1)]),
+    );
+    const budget = { maxAttempts: 3, maxUnstartedDispatches: 2, poisonAfterReplays: 3 };
+    const cycle = async (start: boolean) => {
+      await inTransaction(db().pool, (c) => jobClaimDue(c, 4, own.epoch, ['lost-3', 'unstarted-2'], 1));
+      if (start)
+        await db().pool.query(
+          `UPDATE job SET state = 'RUNNING', lease_owner = 'w', lease_generation = lease_generation + 1,
+                  lease_until = now(), attempt_id = gen_random_uuid(), started_at = now() WHERE job_id = 'lost-3'`,
+        );
+      await new Promise((r) => setTimeout(r, 20));
+      return inTransaction(db().pool, (c) => leaseReap(c, 4, own.epoch, 10, 0, [], budget));
+    };
+    const first = await cycle(true);
+    expect(first.map((r) => [r.jobId, r.state, r.attempt]).sort()).toEqual([
+      ['lost-3', 'SCHEDULED', 1],
+      ['unstarted-2', 'SCHEDULED', 0],
+    ]);
+    const second = await cycle(true);
+    expect(second.find((r) => r.jobId === 'unstarted-2')).toMatchObject({
+      state: 'DEAD',
+      failureClass: 'NEVER_STARTED',
+    });
+    const third = await cycle(true);
+    expect(third).toEqual([
+      expect.objectContaining({ jobId: 'lost-3', state: 'DEAD', attempt: 3, failureClass: 'LEASE_LOST' }),
+    ]);
+    const dl = await db().pool.query(
+      "SELECT job_id, failure_class, attempts FROM dead_letter WHERE job_id IN ('lost-3', 'unstarted-2') ORDER BY job_id",
+    );
+    expect(dl.rows).toEqual([
+      { job_id: 'lost-3', failure_class: 'LEASE_LOST', attempts: 3 },
+      { job_id: 'unstarted-2', failure_class: 'NEVER_STARTED', attempts: 0 },
+    ]);
   });
 
   describe('attempts started before migration 008 (an open attempt row, nothing on the job row)', () => {

@@ -90,7 +90,7 @@ describe('workers: each failure class takes its path on the real stack', () => {
       s.db.pool,
       registryPayloadValidator(s.db.pool, endpoints().registryUrl),
       {
-        caller: { id: 'ops', permissions: [REPLAY_PERMISSION] },
+        caller: { id: 'ops', tenantId: 'default', permissions: [REPLAY_PERMISSION] },
         jobIds: ['pe-1'],
         reason: 'account fixed',
         ratePerSec: 5,

@@ -3,9 +3,10 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type pg from 'pg';
 import type { CommandInput, Contracts } from '@sched/contracts';
 import type { MessageProducer } from '@sched/kafka';
-import type { Logger } from '@sched/logging';
+import { LogThrottle, type Logger } from '@sched/logging';
 import type { PayloadValidator } from '@sched/dead-letters';
-import type { Registry } from '@sched/metrics';
+import { counter, type Registry } from '@sched/metrics';
+import { callerOfKey, digestOf } from './api-keys.js';
 import { ApiError, toHttp } from './errors.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerScheduleRoutes } from './routes-schedules.js';
@@ -24,8 +25,16 @@ export interface ApiDeps {
   contracts: Contracts;
   pool: pg.Pool;
   commandsTopic: string;
-  /** API key → caller. Empty: every request is the anonymous caller of tenant `default`, without permissions. */
+  /**
+   * API key (or its `sha256:` digest, as `parseApiKeys` returns them) → caller. Held by digest only.
+   */
   callers: Map<string, ApiCaller>;
+  /**
+   * `keys` (default): every request needs an `x-api-key` among `callers` (none: every request is
+   * 401). `off`: development mode, every request is the anonymous caller of tenant `default`
+   * without permissions, whatever key it sends.
+   */
+  auth?: 'keys' | 'off';
   payloadValidator: PayloadValidator;
   metrics?: Registry;
   log?: Logger;
@@ -35,9 +44,17 @@ export interface ApiDeps {
 
 export interface ApiContext extends ApiDeps {
   caller(req: FastifyRequest): ApiCaller;
+  /**
+   * Throws the same 404 as for an id that does not exist unless the job (or schedule) is the
+   * caller's: another tenant's is never acted on, and its existence does not leak. Each such
+   * refusal is counted (`sched_api_refusals_total{reason="other_tenant"}`) and logged.
+   */
+  ownJob(caller: ApiCaller, jobId: string, route: string): Promise<{ state: string }>;
+  ownSchedule(caller: ApiCaller, scheduleId: string, route: string, mayBeNew?: boolean): Promise<void>;
   /** Encodes and produces commands keyed by entity id; resolves once Kafka acknowledged them (acks=all). */
   send(commands: CommandInput[]): Promise<void>;
-  command(tenantId: string, body: CommandInput['body']): CommandInput;
+  /** A command of the caller's tenant, naming the caller (`callerId`). */
+  command(caller: ApiCaller, body: CommandInput['body']): CommandInput;
   now(): number;
 }
 
@@ -45,18 +62,76 @@ export interface ApiContext extends ApiDeps {
 export function buildApp(deps: ApiDeps): FastifyInstance {
   const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024 });
   const anonymous: ApiCaller = { id: 'anonymous', tenantId: 'default', permissions: [] };
+  const auth = deps.auth ?? 'keys';
+  // Held by digest: a key given in the clear is hashed here.
+  const callers = new Map([...deps.callers].map(([k, c]) => [digestOf(k), c]));
+  const refusals = deps.metrics
+    ? counter(
+        deps.metrics,
+        'sched_api_refusals_total',
+        'requests refused: unauthenticated (no or unknown key), other_tenant (a job or schedule of another tenant, answered 404 as an unknown id)',
+        ['reason'],
+      )
+    : undefined;
+  const refusalLog = new LogThrottle(1_000);
+  const refuse = (reason: string, fields: Record<string, unknown>, message: string) => {
+    refusals?.inc({ reason });
+    const pass = refusalLog.take(reason);
+    if (pass) deps.log?.warn({ reason, ...fields, sameReasonNotLogged: pass.dropped }, message);
+  };
+  const notFound = (what: string, id: string) =>
+    new ApiError('SCHED_E_NOT_FOUND', `no ${what} ${id} in this tenant`);
+  const rowOf = async (table: 'job' | 'schedule', id: string) => {
+    const { rows } = await deps.pool.query<{ tenant_id: string; state: string }>(
+      `SELECT tenant_id, state FROM ${table} WHERE ${table}_id = $1`,
+      [id],
+    );
+    return rows[0];
+  };
   const ctx: ApiContext = {
     ...deps,
     now: deps.now ?? Date.now,
     caller(req) {
+      if (auth === 'off') return anonymous;
       const key = req.headers['x-api-key'];
-      if (deps.callers.size === 0) return anonymous;
-      const c = typeof key === 'string' ? deps.callers.get(key) : undefined;
-      if (!c) throw new ApiError('SCHED_E_UNAUTHENTICATED', 'missing or unknown x-api-key');
+      const c = typeof key === 'string' ? callerOfKey(callers, key) : undefined;
+      if (!c) {
+        refuse('unauthenticated', { route: req.routeOptions.url }, 'request without a known x-api-key');
+        throw new ApiError('SCHED_E_UNAUTHENTICATED', 'missing or unknown x-api-key');
+      }
       return c;
     },
-    command(tenantId, body) {
-      return { commandId: randomUUID(), tenantId, issuedAtMs: Date.now(), body };
+    async ownJob(caller, jobId, route) {
+      const row = await rowOf('job', jobId);
+      const owner = row?.tenant_id;
+      if (row && owner === caller.tenantId) return { state: row.state };
+      if (owner !== undefined)
+        refuse(
+          'other_tenant',
+          { route, caller: caller.id, tenant: caller.tenantId, jobId },
+          "another tenant's job: answered as unknown",
+        );
+      throw notFound('job', jobId);
+    },
+    async ownSchedule(caller, scheduleId, route, mayBeNew = false) {
+      const owner = (await rowOf('schedule', scheduleId))?.tenant_id;
+      if (owner === caller.tenantId || (owner === undefined && mayBeNew)) return;
+      if (owner !== undefined)
+        refuse(
+          'other_tenant',
+          { route, caller: caller.id, tenant: caller.tenantId, scheduleId },
+          "another tenant's schedule: answered as unknown",
+        );
+      throw notFound('schedule', scheduleId);
+    },
+    command(caller, body) {
+      return {
+        commandId: randomUUID(),
+        tenantId: caller.tenantId,
+        issuedAtMs: Date.now(),
+        body,
+        callerId: caller.id,
+      };
     },
     async send(commands) {
       await deps.producer.send(

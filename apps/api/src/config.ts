@@ -10,6 +10,8 @@ export interface ApiOptions {
   commandsTopic: string;
   /** `key=callerId:tenantId:perm|perm,…` (see api-keys.ts). */
   apiKeys: string;
+  /** `keys`: every request authenticated by its API key; `off`: development mode (see buildApp). */
+  auth: string;
   logLevel: string;
 }
 
@@ -22,6 +24,7 @@ export const apiDefaults: ApiOptions = {
   registryUrl: 'http://127.0.0.1:8081/apis/ccompat/v7',
   commandsTopic: 'sched.commands',
   apiKeys: '',
+  auth: 'keys',
   logLevel: 'info',
 };
 
@@ -36,12 +39,19 @@ export function apiConfig(env: Record<string, string | undefined>): Readonly<Api
     registryUrl: { env: 'SCHED_REGISTRY_URL', kind: 'string' },
     commandsTopic: { env: 'SCHED_COMMANDS_TOPIC', kind: 'string' },
     apiKeys: { env: 'SCHED_API_KEYS', kind: 'string' },
+    auth: { env: 'SCHED_API_AUTH', kind: 'string' },
     logLevel: { env: 'LOG_LEVEL', kind: 'string' },
   });
   return buildConfig('api', apiDefaults, fromEnvironment, (c, problem) => {
     requirePositiveInt(problem, 'port (SCHED_API_PORT)', c.port);
     if (c.port > 65_535) problem('port (SCHED_API_PORT) must be at most 65535');
     requireNonEmpty(problem, 'brokers (KAFKA_BROKERS)', c.brokers);
+    if (c.auth !== 'keys' && c.auth !== 'off')
+      problem('auth (SCHED_API_AUTH) must be keys (the default) or off (development only)');
+    else if (c.auth === 'keys' && c.apiKeys.trim() === '')
+      problem(
+        'apiKeys (SCHED_API_KEYS) is empty: give at least one key=callerId:tenantId:perms (or its sha256: digest), or set SCHED_API_AUTH=off for development, where every request is tenant default',
+      );
     if (!/^postgres(ql)?:\/\//.test(c.databaseUrl))
       problem('databaseUrl (DATABASE_URL) must be a postgres:// URL');
     if (!/^https?:\/\//.test(c.registryUrl))

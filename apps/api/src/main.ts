@@ -2,9 +2,10 @@
  * API composition root: reads the environment, wires Kafka, Postgres and the registry, and
  * listens on SCHED_API_HOST:SCHED_API_PORT (default 127.0.0.1:3000).
  *
- * SCHED_API_KEYS="key1=alice@ops:tenantA:dlq:replay|dlq:replay-quarantined,key2=bob:default:"
- * (comma-separated `key=callerId:tenantId:permission|permission`); when unset every request is
- * the anonymous caller of tenant `default` with no permissions.
+ * SCHED_API_KEYS="key1=alice@ops:tenantA:dlq:replay|dlq:replay-quarantined,sha256:<hex>=bob:default:"
+ * (comma-separated `key=callerId:tenantId:permission|permission`, a key or its SHA-256 digest) is
+ * required; SCHED_API_AUTH=off is development mode instead (every request the anonymous caller of
+ * tenant `default`, without permissions), logged at start as a warning.
  */
 import { Contracts } from '@sched/contracts';
 import { registryPayloadValidator } from '@sched/dead-letters';
@@ -41,10 +42,16 @@ async function main(): Promise<void> {
     pool,
     commandsTopic: config.commandsTopic,
     callers: parseApiKeys(config.apiKeys),
+    auth: config.auth === 'off' ? 'off' : 'keys',
     payloadValidator: registryPayloadValidator(pool, registryUrl),
     metrics: createRegistry({ component: 'api' }),
     log,
   });
+  if (config.auth === 'off')
+    log.warn(
+      { auth: 'off' },
+      'SCHED_API_AUTH=off: DEVELOPMENT MODE, every request is served as tenant default without a key; never expose this API',
+    );
   await app.listen({ host, port });
   log.info({ host, port }, 'api listening');
   process.stdout.write(`API_READY ${JSON.stringify({ host, port })}\n`);

@@ -18,8 +18,8 @@ export function registerDlqRoutes(app: FastifyInstance, ctx: ApiContext): void {
   });
 
   app.get<{ Params: { jobId: string } }>('/v1/dlq/:jobId', async (req) => {
-    ctx.caller(req);
-    const dl = await deadLetterGet(ctx.pool, req.params.jobId);
+    const caller = ctx.caller(req);
+    const dl = await deadLetterGet(ctx.pool, req.params.jobId, caller.tenantId);
     if (!dl) throw new ApiError('SCHED_E_NOT_FOUND', `${req.params.jobId} is not dead-lettered`);
     return dl;
   });

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiContext } from './app.js';
+import type { ApiCaller, ApiContext } from './app.js';
 import { parseInstant } from './app.js';
 import { ApiError } from './errors.js';
 
@@ -49,12 +49,12 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     if (unknown.length > 0)
       throw new ApiError('SCHED_E_UNKNOWN_QUEUE', `unknown queue(s): ${[...new Set(unknown)].join(', ')}`);
   };
-  const toCommand = (tenantId: string, b: JobBody) => {
+  const toCommand = (caller: ApiCaller, b: JobBody) => {
     const payload =
       b.payloadBase64 !== undefined
         ? Buffer.from(b.payloadBase64, 'base64')
         : Buffer.from(JSON.stringify(b.payload ?? null));
-    return ctx.command(tenantId, {
+    return ctx.command(caller, {
       kind: 'CreateJob',
       value: {
         jobId: b.jobId ?? crypto.randomUUID(),
@@ -75,7 +75,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post<{ Body: JobBody }>('/v1/jobs', { schema: { body: jobSchema } }, async (req, reply) => {
     const caller = ctx.caller(req);
     await queues([req.body.queue ?? 'default']);
-    const cmd = toCommand(caller.tenantId, req.body);
+    const cmd = toCommand(caller, req.body);
     await ctx.send([cmd]);
     return reply
       .status(202)
@@ -96,7 +96,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (req, reply) => {
       const caller = ctx.caller(req);
       await queues(req.body.jobs.map((j) => j.queue ?? 'default'));
-      const cmds = req.body.jobs.map((j) => toCommand(caller.tenantId, j));
+      const cmds = req.body.jobs.map((j) => toCommand(caller, j));
       await ctx.send(cmds);
       return reply.status(202).send({
         jobs: cmds.map((c) => ({
@@ -109,7 +109,8 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
   app.delete<{ Params: { jobId: string } }>('/v1/jobs/:jobId', async (req, reply) => {
     const caller = ctx.caller(req);
-    const cmd = ctx.command(caller.tenantId, {
+    await ctx.ownJob(caller, req.params.jobId, 'DELETE /v1/jobs/:jobId');
+    const cmd = ctx.command(caller, {
       kind: 'CancelJob',
       value: { jobId: req.params.jobId, reason: null },
     });
@@ -133,11 +134,18 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (req, reply) => {
       const caller = ctx.caller(req);
-      const cmd = ctx.command(caller.tenantId, {
+      const dueAtMs = parseInstant('dueAt', req.body.dueAt);
+      const { state } = await ctx.ownJob(caller, req.params.jobId, 'POST /v1/jobs/:jobId/reschedule');
+      if (state === 'RUNNING')
+        throw new ApiError(
+          'SCHED_E_JOB_RUNNING',
+          `job ${req.params.jobId} is running: a reschedule would not stop the run; cancel it, or reschedule once it has ended`,
+        );
+      const cmd = ctx.command(caller, {
         kind: 'RescheduleJob',
         value: {
           jobId: req.params.jobId,
-          dueAtMs: parseInstant('dueAt', req.body.dueAt),
+          dueAtMs,
           expectedVersion: req.body.expectedVersion ?? null,
         },
       });

@@ -58,6 +58,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
         dstRepeated: b.dstRepeatedPolicy ?? 'FIRST',
       };
       checkRule(spec);
+      await ctx.ownSchedule(caller, req.params.scheduleId, 'PUT /v1/schedules/:scheduleId', true);
       const value: UpsertScheduleInput = {
         scheduleId: req.params.scheduleId,
         queue: b.queue ?? 'default',
@@ -81,7 +82,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
         jitterWindowMs: b.jitterWindowMs ?? 0,
         expectedVersion: b.expectedVersion ?? null,
       };
-      const cmd = ctx.command(caller.tenantId, { kind: 'UpsertSchedule', value });
+      const cmd = ctx.command(caller, { kind: 'UpsertSchedule', value });
       await ctx.send([cmd]);
       return reply.status(202).send({
         scheduleId: req.params.scheduleId,
@@ -97,7 +98,8 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
   ] as const) {
     app.post<{ Params: { scheduleId: string } }>(`/v1/schedules/:scheduleId/${verb}`, async (req, reply) => {
       const caller = ctx.caller(req);
-      const cmd = ctx.command(caller.tenantId, {
+      await ctx.ownSchedule(caller, req.params.scheduleId, `POST /v1/schedules/:scheduleId/${verb}`);
+      const cmd = ctx.command(caller, {
         kind,
         value: { scheduleId: req.params.scheduleId, reason: null },
       });
@@ -108,7 +110,8 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
 
   app.delete<{ Params: { scheduleId: string } }>('/v1/schedules/:scheduleId', async (req, reply) => {
     const caller = ctx.caller(req);
-    const cmd = ctx.command(caller.tenantId, {
+    await ctx.ownSchedule(caller, req.params.scheduleId, 'DELETE /v1/schedules/:scheduleId');
+    const cmd = ctx.command(caller, {
       kind: 'DeleteSchedule',
       value: { scheduleId: req.params.scheduleId, reason: null },
     });
@@ -120,7 +123,8 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
   app.get<{ Params: { scheduleId: string }; Querystring: { limit?: number } }>(
     '/v1/schedules/:scheduleId/occurrences',
     async (req) => {
-      ctx.caller(req);
+      const caller = ctx.caller(req);
+      await ctx.ownSchedule(caller, req.params.scheduleId, 'GET /v1/schedules/:scheduleId/occurrences');
       const list = await occurrenceList(
         ctx.pool,
         req.params.scheduleId,

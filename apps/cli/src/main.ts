@@ -1,11 +1,17 @@
 /**
- * `npm run sched -- <command>`: the operators' and scripts' CLI.
+ * `npm run sched -- <command>`: the operators' and scripts' CLI. An operator tool with the platform's
+ * own rights: it connects to Postgres and Kafka directly with whatever DATABASE_URL and brokers it is
+ * given, so whoever runs it can do anything those credentials allow. Its `--caller`, `--tenant` and
+ * SCHED_CLI_PERMISSIONS are recorded in the audit log as the operator's word, not checked against
+ * anything: tenants and their users go through the HTTP API, which authenticates every request.
  *
  *   submit <queue> <dueAt ISO|ms> [payload-json] [--job-id ID]   create a job (prints its id)
  *   cancel <jobId> | reschedule <jobId> <dueAt>                    change a job
  *   inspect <jobId>                                               state, version, attempts (Postgres)
  *   preview <cron|every:MS> <timeZone> [n]                        next fire times, UTC and local, DST marked
- *   dlq-replay --caller ID --reason TEXT [--rate N] <jobId…>      governed replay (needs dlq:replay via SCHED_CLI_PERMISSIONS)
+ *   dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] <jobId…>
+ *                                                               replay of one tenant's (default `default`)
+ *                                                               dead letters (dlq:replay in SCHED_CLI_PERMISSIONS)
  *   region show | region promote <region> --caller ID --reason TEXT
  *                                                               the home region; a promotion fences every
  *                                                               owner at once (needs region:promote)
@@ -145,11 +151,13 @@ async function main(): Promise<void> {
       const caller = flag('--caller');
       const reason = flag('--reason') ?? '';
       const rate = Number(flag('--rate') ?? 10);
-      if (!caller || args.length === 0) usage('dlq-replay --caller ID --reason TEXT [--rate N] <jobId…>');
+      const tenantId = flag('--tenant') ?? 'default';
+      if (!caller || args.length === 0)
+        usage('dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] <jobId…>');
       const pool = createPool({ databaseUrl, schema: env.SCHED_DB_SCHEMA ?? 'public', max: 2 });
       const permissions = (env.SCHED_CLI_PERMISSIONS ?? '').split(',').filter(Boolean);
       const res = await replayDeadLetters(pool, registryPayloadValidator(pool, registryUrl), {
-        caller: { id: caller, permissions },
+        caller: { id: caller, tenantId, permissions },
         jobIds: args,
         reason,
         ratePerSec: rate,

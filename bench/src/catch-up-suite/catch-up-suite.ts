@@ -105,8 +105,9 @@ async function run(argv: readonly string[]): Promise<SuiteOutcome> {
     const startedAt = Date.now();
     const prev = process.env.E2E_OURS_SCHEDULER_ENV;
     // No worker takes the dispatches: a lease longer than the run keeps the reaper from returning
-    // them to SCHEDULED (and the wheel) while the drain is measured.
-    const env = ['SCHED_DISPATCH_LEASE_MS=7200000'];
+    // them to SCHEDULED (and the wheel) while the drain is measured, and admission control is off
+    // (it would pause the queue once its share of SCHED_QUEUE_MAX_UNSTARTED is dispatched).
+    const env = ['SCHED_DISPATCH_LEASE_MS=7200000', 'SCHED_QUEUE_MAX_UNSTARTED=0'];
     if (opts.rate !== undefined) env.push(`SCHED_CATCH_UP_RATE_PER_SEC=${opts.rate}`);
     process.env.E2E_OURS_SCHEDULER_ENV = [prev, ...env].filter(Boolean).join(',');
     scheduler = await startScheduler(new StartHub(), schema, topic, 0);

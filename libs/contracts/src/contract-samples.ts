@@ -120,6 +120,7 @@ export const FULL_COMMANDS: readonly Command[] = (Object.keys(FULL_BODIES) as Co
     tenantId: 'tenant-a',
     issuedAtMs: T0 + i,
     body: { kind, value: FULL_BODIES[kind] } as Command['body'],
+    callerId: 'alice@tenant-a',
   }),
 );
 
@@ -211,6 +212,7 @@ export const FULL_EVENT: JobEvent = {
   attempt: 3,
   atMs: T0 + 62_600,
   detail: 'THROTTLED: retry in 15 s',
+  callerId: 'ops@tenant-a',
 };
 
 export const MINIMAL_EVENT: JobEventInput = {

@@ -44,6 +44,13 @@ export const RejectionReason = {
   INVALID_SCHEDULE_WINDOW: 'INVALID_SCHEDULE_WINDOW',
   /** A schedule's interval is zero, negative or too small. */
   INVALID_INTERVAL: 'INVALID_INTERVAL',
+  /**
+   * The command names a job or schedule of another tenant (a cancel, reschedule, schedule change, or
+   * a create reusing its id): refused, the other tenant's entity untouched.
+   */
+  TENANT_MISMATCH: 'TENANT_MISMATCH',
+  /** A reschedule of a job a worker is running: it would not stop the run (cancel it instead). */
+  JOB_RUNNING: 'JOB_RUNNING',
 } as const;
 
 export type RejectionReasonCode = (typeof RejectionReason)[keyof typeof RejectionReason];

@@ -8,6 +8,8 @@ export const REPLAY_QUARANTINED_PERMISSION = 'dlq:replay-quarantined';
 
 export interface Caller {
   id: string;
+  /** The tenant the caller acts in: only its dead letters are seen and replayed. */
+  tenantId: string;
   permissions: readonly string[];
 }
 
@@ -101,10 +103,10 @@ export async function replayDeadLetters(
     }>(
       `SELECT d.job_id, d.queue, j.payload, d.quarantined, d.quarantine_note
        FROM dead_letter d JOIN job j USING (job_id)
-       WHERE d.job_id = ANY($1::text[]) AND j.state = 'DEAD' AND d.replayed_at IS NULL
+       WHERE d.job_id = ANY($1::text[]) AND d.tenant_id = $2 AND j.state = 'DEAD' AND d.replayed_at IS NULL
        ORDER BY d.dead_at
        FOR UPDATE OF d, j`,
-      [req.jobIds],
+      [req.jobIds, req.caller.tenantId],
     );
     const refused: ReplayResult['refused'] = [];
     const found = new Set(rows.map((r) => r.job_id));
@@ -184,11 +186,16 @@ export interface DeadLetterView {
 }
 
 /** A dead letter with its full attempt history (forensics). */
-export async function deadLetterGet(pool: pg.Pool, jobId: string): Promise<DeadLetterView | null> {
+/** A dead letter of `tenantId` with its attempt history; null when there is none (or another tenant's). */
+export async function deadLetterGet(
+  pool: pg.Pool,
+  jobId: string,
+  tenantId: string,
+): Promise<DeadLetterView | null> {
   const d = await pool.query(
     `SELECT job_id, queue, floor(extract(epoch FROM dead_at) * 1000)::float8 AS dead_ms, failure_class, last_error, attempts, replay_count, quarantined
-     FROM dead_letter WHERE job_id = $1`,
-    [jobId],
+     FROM dead_letter WHERE job_id = $1 AND tenant_id = $2`,
+    [jobId, tenantId],
   );
   const row = d.rows[0] as Record<string, unknown> | undefined;
   if (!row) return null;

@@ -48,7 +48,7 @@ export function avroSchedulerCodec(contracts: Contracts): SchedulerCodec {
 }
 
 function toEngine(cmd: Command): SchedulerCommand {
-  const base = { commandId: cmd.commandId, tenantId: cmd.tenantId };
+  const base = { commandId: cmd.commandId, tenantId: cmd.tenantId, callerId: cmd.callerId ?? null };
   const b = cmd.body;
   switch (b.kind) {
     case 'CreateJob':

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
+  NO_ADMISSION,
+  type ClaimAdmission,
   jobClaimDueDispatch,
   jobOverdueFair,
   type ClaimedJob,
@@ -106,6 +108,12 @@ export class Claimer {
     private readonly metrics: SchedulerMetrics,
     private readonly dispatchLeaseMs: number,
     private readonly firePool: pg.Pool = pool,
+    /** Admission control (see `Admission`): how many jobs of each queue a claim may take. */
+    private readonly admission: {
+      limits(): ClaimAdmission;
+      full(): readonly string[];
+      onClaimed(jobs: readonly { queue: string }[]): void;
+    } = { limits: () => NO_ADMISSION, full: () => [], onClaimed: () => undefined },
   ) {}
 
   /**
@@ -151,12 +159,14 @@ export class Claimer {
         groups.flatMap((g) => g.entries.map((e) => e.jobId)),
         this.dispatchLeaseMs,
         this.codec.dispatchHeader(),
+        this.admission.limits(),
       );
     } finally {
       client.release();
     }
     const tEnd = performance.now();
     const { nowMs, current, claimed } = result;
+    this.admission.onClaimed(claimed);
     const live = groups.filter((g) => current.has(g.rt.partition));
     const fenced = groups.filter((g) => !current.has(g.rt.partition)).map((g) => g.rt);
     for (let i = 0; i < fenced.length; i++) this.metrics.fencedWrites.inc({ statement: 'job_claim_due' });
@@ -197,6 +207,7 @@ export class Claimer {
       rts.map((r) => r.partition),
       limit,
       graceMs,
+      this.admission.full(),
     );
   }
 

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { fromWirePolicy, type WireRetryPolicy } from '@sched/retry-policy';
 import { LogThrottle, type Logger } from '@sched/logging';
@@ -50,6 +49,7 @@ import type { PartitionRuntime } from './partition-runtime.js';
 import { dispatchOutboxRow } from './claimer.js';
 import { scheduleEntryId, type ScheduleGenerator } from './schedule-generator.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
+import { jobEventRow } from './job-events.js';
 
 interface Rejected {
   msg: InboundMessage;
@@ -75,6 +75,8 @@ export interface ApplierDeps {
    * dispatch lease, its outbox row in the same transaction); null: every job waits for a firing round.
    */
   dispatchOnCreateLeaseMs: number | null;
+  /** How many jobs of a queue may be dispatched now (admission control, see `Admission`). */
+  roomFor(queue: string): number;
   /** Called with the jobs dispatched by their create (claim metrics). */
   onDispatched(jobs: readonly ClaimedJob[], partition: number): void;
   /** Tenant and priority tags for the due-time index (fair firing in a burst). */
@@ -97,7 +99,9 @@ export class CommandApplier {
   async applyBatch(rt: PartitionRuntime, messages: InboundMessage[]): Promise<void> {
     const fresh = messages.filter((m) => Number(m.offset) > rt.appliedOffset);
     if (fresh.length === 0) return;
-    const accepted: SchedulerCommand[] = [];
+    let accepted: SchedulerCommand[] = [];
+    /** The record each accepted command came from (for a tenancy rejection). */
+    const sourceOf = new Map<SchedulerCommand, InboundMessage>();
     const rejected: Rejected[] = [];
     const nowMs = Date.now();
     for (const msg of fresh) {
@@ -113,18 +117,107 @@ export class CommandApplier {
           );
         }
         accepted.push(cmd);
+        sourceOf.set(cmd, msg);
       } catch (err) {
         if (!(err instanceof CommandRejection)) throw err;
         rejected.push({ msg, reason: err.reason, message: err.message });
       }
     }
+    // Tenancy (invariant 9): a command acts on its own tenant's jobs and schedules only.
+    const refuse = (
+      cmds: Iterable<SchedulerCommand>,
+      reason: RejectReason,
+      why: (c: SchedulerCommand) => string,
+    ) => {
+      const out = new Set(cmds);
+      for (const c of out) rejected.push({ msg: sourceOf.get(c)!, reason, message: why(c) });
+      accepted = accepted.filter((c) => !out.has(c));
+    };
+    refuse(await this.foreignTargets(accepted), RejectReason.TENANT_MISMATCH, tenantWhy);
     const lastOffset = Number(fresh[fresh.length - 1]!.offset);
-    // Rejections are published before the offset can advance: if publishing fails, nothing is
-    // committed and the batch comes again (a rejected record may then appear twice: at least once,
-    // never lost). Publishing after the commit would lose them, as a retry skips applied offsets.
-    if (rejected.length > 0) await this.publishRejected(rt, rejected);
+    const published = new Set<Rejected>();
+    for (;;) {
+      // Rejections are published before the offset can advance: if publishing fails, nothing is
+      // committed and the batch comes again (a rejected record may then appear twice: at least
+      // once, never lost). Publishing after the commit would lose them, as a retry skips applied
+      // offsets.
+      const toPublish = rejected
+        .filter((r) => !published.has(r))
+        .sort((a, b) => Number(a.msg.offset) - Number(b.msg.offset));
+      if (toPublish.length > 0) await this.publishRejected(rt, toPublish);
+      for (const r of toPublish) published.add(r);
+      try {
+        const applied = await this.applyTransaction(rt, accepted, lastOffset);
+        return this.afterCommit(rt, lastOffset, fresh, applied);
+      } catch (err) {
+        // Found by the statements themselves (the hot path pays no lookup): a create reusing the
+        // id of another tenant's job, a reschedule of a running job. Rolled back, refused, and the
+        // batch applied again without them.
+        if (!(err instanceof RefusedInBatch)) throw err;
+        refuse(err.commands, err.reason, err.why);
+      }
+    }
+  }
 
-    const { effects, dispatched } = await inTransaction(this.d.pool, async (client) => {
+  /**
+   * Whether a run of creates may dispatch its due jobs itself: every queue has room for all of
+   * them (admission control). Otherwise they wait for a firing round, which takes what has room.
+   */
+  private admits(jobs: readonly NewJob[]): boolean {
+    const perQueue = new Map<string, number>();
+    for (const j of jobs) perQueue.set(j.queue, (perQueue.get(j.queue) ?? 0) + 1);
+    for (const [q, n] of perQueue) if (this.d.roomFor(q) < n) return false;
+    return true;
+  }
+
+  /**
+   * The cancels, reschedules and schedule changes among `cmds` whose job or schedule belongs to
+   * another tenant, by Postgres (a job's or schedule's tenant never changes) or by a create or
+   * upsert earlier in the same batch.
+   */
+  private async foreignTargets(cmds: SchedulerCommand[]): Promise<SchedulerCommand[]> {
+    const jobIds = new Set<string>();
+    const scheduleIds = new Set<string>();
+    for (const c of cmds) {
+      if (c.kind === 'CancelJob' || c.kind === 'RescheduleJob') jobIds.add(c.jobId);
+      else if (c.kind === 'UpsertSchedule' || isScheduleState(c)) scheduleIds.add(c.scheduleId);
+    }
+    if (jobIds.size === 0 && scheduleIds.size === 0) return [];
+    const jobTenant = new Map<string, string>();
+    const scheduleTenant = new Map<string, string>();
+    if (jobIds.size > 0) {
+      const { rows } = await this.d.pool.query<{ id: string; tenant_id: string }>(
+        'SELECT job_id AS id, tenant_id FROM job WHERE job_id = ANY($1::text[])',
+        [[...jobIds]],
+      );
+      for (const r of rows) jobTenant.set(r.id, r.tenant_id);
+    }
+    if (scheduleIds.size > 0) {
+      const { rows } = await this.d.pool.query<{ id: string; tenant_id: string }>(
+        'SELECT schedule_id AS id, tenant_id FROM schedule WHERE schedule_id = ANY($1::text[])',
+        [[...scheduleIds]],
+      );
+      for (const r of rows) scheduleTenant.set(r.id, r.tenant_id);
+    }
+    const foreign: SchedulerCommand[] = [];
+    for (const c of cmds) {
+      if (c.kind === 'CreateJob') {
+        if (jobIds.has(c.jobId) && !jobTenant.has(c.jobId)) jobTenant.set(c.jobId, c.tenantId);
+      } else if (c.kind === 'CancelJob' || c.kind === 'RescheduleJob') {
+        const owner = jobTenant.get(c.jobId);
+        if (owner !== undefined && owner !== c.tenantId) foreign.push(c);
+      } else if (c.kind === 'UpsertSchedule' || isScheduleState(c)) {
+        const owner = scheduleTenant.get(c.scheduleId);
+        if (owner !== undefined && owner !== c.tenantId) foreign.push(c);
+        else if (owner === undefined && c.kind === 'UpsertSchedule')
+          scheduleTenant.set(c.scheduleId, c.tenantId);
+      }
+    }
+    return foreign;
+  }
+
+  private async applyTransaction(rt: PartitionRuntime, accepted: SchedulerCommand[], lastOffset: number) {
+    return inTransaction(this.d.pool, async (client) => {
       // Row-locks the ownership row for the whole transaction and checks the epoch.
       await partitionAdvanceOffset(client, rt.partition, rt.epoch, lastOffset);
       // CreateJob is idempotent by job id (a second create of the same id is a no-op), so only
@@ -152,6 +245,14 @@ export class CommandApplier {
       }
       return this.applyRuns(client, rt, fresh);
     });
+  }
+
+  private afterCommit(
+    rt: PartitionRuntime,
+    lastOffset: number,
+    fresh: InboundMessage[],
+    { effects, dispatched }: Awaited<ReturnType<CommandApplier['applyTransaction']>>,
+  ): void {
     rt.appliedOffset = lastOffset;
     const committedMs = Date.now();
     for (const m of fresh) {
@@ -174,29 +275,24 @@ export class CommandApplier {
     const effects: { jobId: string; dueMs: number | null; tag?: number }[] = [];
     const outbox: OutboxRow[] = [];
     const dispatchedNow: ClaimedJob[] = [];
-    const event = (type: 'CANCELLED' | 'RESCHEDULED', j: VersionedJob, detail: string | null) => {
+    const event = (
+      type: 'CANCELLED' | 'RESCHEDULED',
+      j: VersionedJob,
+      detail: string | null,
+      callerId: string | null,
+    ) => {
       if (!this.d.lifecycleEvents) return;
-      const eventId = randomUUID();
-      outbox.push({
-        id: eventId,
-        aggregateType: 'events',
-        aggregateId: j.jobId,
-        type: 'JobEvent',
-        payload: this.d.codec.encodeEvent({
-          eventId,
+      outbox.push(
+        jobEventRow(this.d.codec, {
           jobId: j.jobId,
           tenantId: j.tenantId,
           type,
           version: j.version,
           attempt: j.attempt,
-          atMs: Date.now(),
           detail,
+          callerId,
         }),
-        jobId: j.jobId,
-        version: j.version,
-        attempt: j.attempt,
-        tenantId: j.tenantId,
-      });
+      );
     };
     let i = 0;
     while (i < cmds.length) {
@@ -207,12 +303,18 @@ export class CommandApplier {
       i = j;
       switch (kind) {
         case 'CreateJob': {
-          // Duplicate job ids within one run: keep the first (the later ones are no-ops anyway).
-          const seen = new Set<string>();
+          // Duplicate job ids within one run: keep the first (the later ones are no-ops anyway,
+          // or refused when another tenant sent them).
+          const seen = new Map<string, string>(); // job id → tenant of its first create
           const jobs: NewJob[] = [];
+          const foreign: CreateJobCommand[] = [];
           for (const c of run as CreateJobCommand[]) {
-            if (seen.has(c.jobId)) continue;
-            seen.add(c.jobId);
+            const first = seen.get(c.jobId);
+            if (first !== undefined) {
+              if (first !== c.tenantId) foreign.push(c);
+              continue;
+            }
+            seen.set(c.jobId, c.tenantId);
             jobs.push(toNewJob(c));
           }
           // The dispatching statement only when some job is due, or about to be (the database's
@@ -225,8 +327,26 @@ export class CommandApplier {
             rt.partition,
             rt.epoch,
             jobs,
-            !rt.held && jobs.some((j) => j.dueAtMs <= soon) ? this.d.dispatchOnCreateLeaseMs : null,
+            !rt.held && jobs.some((j) => j.dueAtMs <= soon) && this.admits(jobs)
+              ? this.d.dispatchOnCreateLeaseMs
+              : null,
           );
+          // An id that was taken already: refused when another tenant holds it (rolled back and
+          // applied again without it, see applyBatch). Only such ids are looked up.
+          const taken = jobs.filter((j) => !created.has(j.jobId)).map((j) => j.jobId);
+          if (taken.length > 0) {
+            const { rows } = await client.query<{ job_id: string; tenant_id: string }>(
+              'SELECT job_id, tenant_id FROM job WHERE job_id = ANY($1::text[])',
+              [taken],
+            );
+            const holder = new Map(rows.map((r) => [r.job_id, r.tenant_id]));
+            for (const c of run as CreateJobCommand[]) {
+              const t = holder.get(c.jobId);
+              if (t !== undefined && t !== c.tenantId) foreign.push(c);
+            }
+          }
+          if (foreign.length > 0)
+            throw new RefusedInBatch(foreign, RejectReason.TENANT_MISMATCH, (c) => tenantWhy(c));
           // Already due: dispatched by the create, never in the index.
           const gone = new Set(dispatched.map((d) => d.jobId));
           for (const job of jobs) {
@@ -251,10 +371,11 @@ export class CommandApplier {
             rt.epoch,
             (run as CancelJobCommand[]).map((c) => c.jobId),
           );
-          const reasons = new Map((run as CancelJobCommand[]).map((c) => [c.jobId, c.reason]));
+          const byJob = new Map((run as CancelJobCommand[]).map((c) => [c.jobId, c]));
           for (const d of done) {
             effects.push({ jobId: d.jobId, dueMs: null });
-            event('CANCELLED', d, reasons.get(d.jobId) ?? null);
+            const c = byJob.get(d.jobId);
+            event('CANCELLED', d, c?.reason ?? null, c?.callerId ?? null);
           }
           this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
           this.d.metrics.commandsNoop.inc({ type: kind }, run.length - done.length);
@@ -272,19 +393,39 @@ export class CommandApplier {
               else now.push(c);
               ids.add(c.jobId);
             }
+            const nowById = new Map(now.map((c) => [c.jobId, c]));
             const done = await jobReschedule(
               client,
               rt.partition,
               rt.epoch,
               now.map((c) => ({ jobId: c.jobId, dueAtMs: c.dueAtMs, expectedVersion: c.expectedVersion })),
             );
+            // A job a worker is running is not moved (the run would go on): refused, not a no-op.
+            const moved = new Set(done.map((d) => d.jobId));
+            const notMoved = now.filter((c) => !moved.has(c.jobId)).map((c) => c.jobId);
+            if (notMoved.length > 0) {
+              const { rows } = await client.query<{ job_id: string }>(
+                "SELECT job_id FROM job WHERE job_id = ANY($1::text[]) AND state = 'RUNNING'",
+                [notMoved],
+              );
+              const running = new Set(rows.map((r) => r.job_id));
+              const refused = now.filter((c) => running.has(c.jobId));
+              if (refused.length > 0)
+                throw new RefusedInBatch(
+                  refused,
+                  RejectReason.JOB_RUNNING,
+                  (c) =>
+                    `RescheduleJob ${(c as RescheduleJobCommand).jobId}: a worker is running it; cancel it, or reschedule once the run has ended`,
+                );
+            }
             for (const d of done) {
               effects.push({
                 jobId: d.jobId,
                 dueMs: d.dueAtMs,
                 tag: this.d.fireTags.tag(d.tenantId, d.priority),
               });
-              event('RESCHEDULED', d, `due ${new Date(d.dueAtMs).toISOString()}`);
+              const c = nowById.get(d.jobId);
+              event('RESCHEDULED', d, `due ${new Date(d.dueAtMs).toISOString()}`, c?.callerId ?? null);
             }
             this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
             this.d.metrics.commandsNoop.inc({ type: kind }, now.length - done.length);
@@ -520,6 +661,29 @@ export class CommandApplier {
     return out;
   }
 }
+
+/**
+ * Commands of a batch its transaction found it must refuse (a create reusing another tenant's job
+ * id, a reschedule of a running job): thrown to roll the batch back, which is then applied again
+ * without them after their rejections are published.
+ */
+class RefusedInBatch extends Error {
+  constructor(
+    readonly commands: SchedulerCommand[],
+    readonly reason: RejectReason,
+    readonly why: (c: SchedulerCommand) => string,
+  ) {
+    super(`${commands.length} commands refused: ${reason}`);
+  }
+}
+
+const tenantWhy = (c: SchedulerCommand): string => {
+  const id = 'jobId' in c ? c.jobId : 'scheduleId' in c ? c.scheduleId : '';
+  return `${c.kind} ${id} names a job or schedule of another tenant than ${c.tenantId}`;
+};
+
+const isScheduleState = (c: SchedulerCommand): c is ScheduleStateCommand =>
+  c.kind === 'PauseSchedule' || c.kind === 'ResumeSchedule' || c.kind === 'DeleteSchedule';
 
 /** Rejection publishing retries: first after 100 ms, doubling, at most every 5 s. */
 const REJECT_RETRY_FIRST_MS = 100;

@@ -26,6 +26,8 @@ export interface CancelJobCommand {
   kind: 'CancelJob';
   commandId: string;
   tenantId: string;
+  /** Who issued it (`Command.callerId`). */
+  callerId?: string | null;
   jobId: string;
   reason: string | null;
 }
@@ -34,6 +36,8 @@ export interface RescheduleJobCommand {
   kind: 'RescheduleJob';
   commandId: string;
   tenantId: string;
+  /** Who issued it (`Command.callerId`). */
+  callerId?: string | null;
   jobId: string;
   dueAtMs: number;
   expectedVersion: number | null;
@@ -181,9 +185,11 @@ export interface JobEventFields {
   eventId: string;
   jobId: string;
   tenantId: string;
-  type: 'CANCELLED' | 'RESCHEDULED';
+  type: 'CANCELLED' | 'RESCHEDULED' | 'EXPIRED' | 'DEAD_LETTERED';
   version: number;
   attempt: number;
   atMs: number;
   detail: string | null;
+  /** The command's caller (null for the platform's own transitions: EXPIRED). */
+  callerId: string | null;
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_RETRY_POLICY } from '@sched/retry-policy';
 import {
   buildConfig,
   requireNonEmpty,
@@ -131,6 +132,20 @@ export interface SchedulerOptions {
    * that backlog unapplied, with a warning: a cancel or reschedule among them may lose to its job.
    */
   takeoverMaxHoldMs: number;
+  /**
+   * The attempt budget of a job without its own maxAttempts when the lease reaper takes back a
+   * started attempt (the worker's default, 5): past it the job goes DEAD (LEASE_LOST).
+   */
+  defaultMaxAttempts: number;
+  /** Lapses of dispatches no worker started before the job goes DEAD (NEVER_STARTED). */
+  maxUnstartedDispatches: number;
+  /**
+   * Admission control: a queue with this many jobs dispatched and not started (fleet-wide, each
+   * process its share by partitions) is not claimed until it is down to half; 0: off.
+   */
+  queueMaxUnstarted: number;
+  /** How often the admission control counts the queues (ms). */
+  admissionEveryMs: number;
   /** Test hook: SIGKILL between generating a schedule occurrence and committing (never in production). */
   testCrashAfterGenerate: boolean;
 }
@@ -165,6 +180,10 @@ export const schedulerDefaults: SchedulerOptions = {
   pruneEveryMs: 30_000,
   sessionTimeoutMs: 3_000,
   takeoverMaxHoldMs: 120_000,
+  defaultMaxAttempts: DEFAULT_RETRY_POLICY.default.maxAttempts,
+  maxUnstartedDispatches: 20,
+  queueMaxUnstarted: 50_000,
+  admissionEveryMs: 1_000,
   heartbeatIntervalMs: 1_000,
   fetchMaxWaitMs: 20,
   commitIntervalMs: 200,
@@ -212,6 +231,14 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     }
     requireNonNegativeInt(problem, 'commitIntervalMs', c.commitIntervalMs);
     requireNonNegativeInt(problem, 'takeoverMaxHoldMs', c.takeoverMaxHoldMs);
+    requirePositiveInt(problem, 'defaultMaxAttempts (SCHED_DEFAULT_MAX_ATTEMPTS)', c.defaultMaxAttempts);
+    requirePositiveInt(
+      problem,
+      'maxUnstartedDispatches (SCHED_MAX_UNSTARTED_DISPATCHES)',
+      c.maxUnstartedDispatches,
+    );
+    requireNonNegativeInt(problem, 'queueMaxUnstarted (SCHED_QUEUE_MAX_UNSTARTED)', c.queueMaxUnstarted);
+    requirePositiveInt(problem, 'admissionEveryMs (SCHED_ADMISSION_EVERY_MS)', c.admissionEveryMs);
     requireNonNegativeInt(problem, 'workerGoneWindowMs', c.workerGoneWindowMs);
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
@@ -264,6 +291,10 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   maxPayloadBytes: { env: 'SCHED_MAX_PAYLOAD_BYTES', kind: 'int' },
   sessionTimeoutMs: { env: 'SCHED_SESSION_TIMEOUT_MS', kind: 'int' },
   takeoverMaxHoldMs: { env: 'SCHED_TAKEOVER_MAX_HOLD_MS', kind: 'int' },
+  defaultMaxAttempts: { env: 'SCHED_DEFAULT_MAX_ATTEMPTS', kind: 'int' },
+  maxUnstartedDispatches: { env: 'SCHED_MAX_UNSTARTED_DISPATCHES', kind: 'int' },
+  queueMaxUnstarted: { env: 'SCHED_QUEUE_MAX_UNSTARTED', kind: 'int' },
+  admissionEveryMs: { env: 'SCHED_ADMISSION_EVERY_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },
   commitIntervalMs: { env: 'SCHED_COMMIT_INTERVAL_MS', kind: 'int' },
   lifecycleEvents: { env: 'SCHED_LIFECYCLE_EVENTS', kind: 'bool' },

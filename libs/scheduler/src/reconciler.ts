@@ -24,6 +24,8 @@ export interface ReconcilerDeps {
   release(rt: PartitionRuntime): void;
   /** Whether an assignment is still being claimed and loaded. */
   assigning(): boolean;
+  /** Marks EXPIRED the overdue jobs of these partitions whose expiry passed; returns how many. */
+  expire(rts: PartitionRuntime[]): Promise<number>;
   stopping(): boolean;
 }
 
@@ -105,6 +107,8 @@ export class Reconciler {
     );
     counting.catch(() => undefined); // awaited below; not unhandled if the pass throws first
     try {
+      // Jobs whose expiry passed before they were dispatched (no claim takes them) first.
+      await this.d.expire(rts.filter((r) => !r.held));
       total = await this.drain.pass(drain);
       const counts = await counting;
       // Only partitions still owned: a gauge of one released or revoked (lingering: its new owner

@@ -150,6 +150,35 @@ export function createSchedulerMetrics(ownerId: string) {
       'command record timestamp (set by its producer) → its batch committed to Postgres, per command record; the window in which a live owner may fire a job a command in flight was meant to change, seconds',
       [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     ),
+    queueUnstarted: gauge(
+      registry,
+      'sched_queue_unstarted_jobs',
+      'per queue, jobs of the partitions this process owns dispatched and not started by any worker yet (admission control, every SCHED_ADMISSION_EVERY_MS)',
+      ['queue'],
+    ),
+    queueAdmissionPaused: gauge(
+      registry,
+      'sched_queue_admission_paused',
+      '1 while a queue is not claimed because too many of its jobs are dispatched and not started (SCHED_QUEUE_MAX_UNSTARTED), else 0',
+      ['queue'],
+    ),
+    executionTimeoutsReaped: counter(
+      registry,
+      'sched_execution_timeouts_reaped_total',
+      'running jobs the reaper took back past their execution timeout plus grace, whatever their heartbeats (attempt TIMED_OUT)',
+    ),
+    jobsExpired: counter(
+      registry,
+      'sched_jobs_expired_total',
+      'jobs marked EXPIRED: their expiresAtMs passed before any claim dispatched them',
+      ['queue'],
+    ),
+    dlqIngress: counter(
+      registry,
+      'sched_dlq_ingress_total',
+      'jobs dead-lettered by the scheduler (the lease reaper: LEASE_LOST past the attempt budget, NEVER_STARTED past the unstarted-dispatch budget); the worker counts its own',
+      ['queue', 'class'],
+    ),
     rejectionPublishFailures: counter(
       registry,
       'sched_rejection_publish_failures_total',

@@ -7,7 +7,17 @@ import {
   type KafkaPort,
   type MessageProducer,
 } from '@sched/kafka';
-import { leaseReap, homeRegion, inTransaction, NotHomeRegionError, workersGone } from '@sched/store';
+import {
+  commandTopicLayout,
+  DEFAULT_REAP_BUDGET,
+  jobExpireDue,
+  leaseReap,
+  outboxEmit,
+  homeRegion,
+  inTransaction,
+  NotHomeRegionError,
+  workersGone,
+} from '@sched/store';
 import { Claimer } from './claimer.js';
 import { FiringDriver } from './firing-driver.js';
 import { DispatchObserver } from './dispatch-observer.js';
@@ -23,7 +33,17 @@ import { ScheduleGenerator, scheduleEntryId, type GenerationEffects } from './sc
 import { FireTags } from './fair-ready.js';
 import { GoneWorkers } from './gone-workers.js';
 import { Reconciler } from './reconciler.js';
+import { Admission } from './admission.js';
+import { jobEventRow } from './job-events.js';
 import { retentionSweep } from './retention-sweep.js';
+
+/** The reaper's log line for a job it dead-lettered, by failure class. */
+const DEAD_BY_REAPER = {
+  LEASE_LOST:
+    'job dead-lettered: its lease was lost on the last attempt of its budget (a poison job, or workers dying)',
+  TIMEOUT: 'job dead-lettered: it ran past its execution timeout on the last attempt of its budget',
+  NEVER_STARTED: 'job dead-lettered: dispatched again and again, never started by a worker',
+} as const;
 
 /** How often a running scheduler reads the home region (`checkHomeRegionOnce`). */
 const HOME_REGION_CHECK_MS = 2_000;
@@ -54,6 +74,9 @@ export class Scheduler {
   /** Reads the command topic's end offsets for the takeover hold (opened at start). */
   private admin: KafkaAdminPort | null = null;
   private applier: CommandApplier | null = null;
+  private readonly admission: Admission;
+  /** The command topic's partition count (read at start; admission shares are by it). */
+  private topicPartitions = 1;
   private readonly claimer: Claimer;
   private readonly generator: ScheduleGenerator;
   private readonly reconciler: Reconciler;
@@ -74,7 +97,11 @@ export class Scheduler {
   readonly demoted = new Promise<NotHomeRegionError>((resolve) => (this.onDemoted = resolve));
 
   constructor(private readonly d: SchedulerDeps) {
-    this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs, d.firePool);
+    this.claimer = new Claimer(d.pool, d.codec, d.metrics, d.config.dispatchLeaseMs, d.firePool, {
+      limits: () => this.admission.limits(),
+      full: () => this.admission.full(),
+      onClaimed: (jobs) => this.admission.onClaimed(jobs),
+    });
     this.generator = new ScheduleGenerator(d.pool, d.metrics, d.log, {
       misfireThresholdMs: d.config.misfireThresholdMs,
       maxPerPass: 1_000,
@@ -97,6 +124,18 @@ export class Scheduler {
         return this.admin.endOffsets(d.config.commandsTopic);
       },
     });
+    this.admission = new Admission({
+      pool: d.pool,
+      metrics: d.metrics,
+      log: d.log,
+      maxUnstarted: d.config.queueMaxUnstarted,
+      owned: () =>
+        this.owner
+          .all()
+          .filter((r) => !r.closed)
+          .map((r) => r.partition),
+      totalPartitions: () => this.topicPartitions,
+    });
     this.reconciler = new Reconciler({
       pool: d.pool,
       config: d.config,
@@ -109,6 +148,7 @@ export class Scheduler {
       release: (rt) => this.owner.release(rt.partition, 'fenced', rt),
       assigning: () => this.owner.isAssigning(),
       stopping: () => this.stopping,
+      expire: (rts) => this.expireOnce(rts),
     });
     d.metrics.setWheelSizeSource(() =>
       this.owner
@@ -135,6 +175,7 @@ export class Scheduler {
       onRecovery: (kind, error) => this.d.metrics.producerRecoveries.inc({ kind, error }),
     });
     this.admin = await this.d.kafka.admin();
+    await this.checkTopicLayout(this.admin);
     // An optimisation: a scheduler that could not warm its connections still starts.
     await this.claimer
       .warm(c.claimConcurrency)
@@ -152,7 +193,11 @@ export class Scheduler {
       generator: this.generator,
       lifecycleEvents: c.lifecycleEvents,
       dispatchOnCreateLeaseMs: c.dispatchOnCreate ? c.dispatchLeaseMs : null,
-      onDispatched: (jobs, partition) => this.claimer.observe(jobs, 'create', partition),
+      roomFor: (q) => this.admission.roomFor(q),
+      onDispatched: (jobs, partition) => {
+        this.admission.onClaimed(jobs);
+        this.claimer.observe(jobs, 'create', partition);
+      },
       fireTags: this.fireTags,
     });
     const sessionMs = await negotiatedSessionTimeout(
@@ -197,6 +242,7 @@ export class Scheduler {
     await this.consumer.start();
     this.every(c.reconcileEveryMs, () => this.reconcileOnce(), true);
     this.every(c.reapEveryMs, () => this.reapOnce());
+    this.every(c.admissionEveryMs, () => this.admission.once());
     this.every(c.horizonExtendEveryMs, () => this.extendHorizonOnce());
     this.every(c.pruneEveryMs, () => this.pruneOnce());
     this.every(c.generateEveryMs, () => this.generateOnce());
@@ -215,6 +261,29 @@ export class Scheduler {
         .start()
         .catch((err: unknown) => this.d.log.warn({ err }, 'dispatch observer not started'));
     }
+  }
+
+  /**
+   * Refuses to run when the command topic's partition count is not the one the jobs were placed
+   * with (recorded at the first start, migration 018): with partitions added, commands for
+   * existing jobs would reach owners that do not hold them, and cancels and reschedules would be
+   * lost without a word.
+   */
+  private async checkTopicLayout(admin: KafkaAdminPort): Promise<void> {
+    const topic = this.d.config.commandsTopic;
+    const now = await admin.partitionCount(topic);
+    if (now <= 0) return; // the consumer reports a missing topic itself
+    const { recorded, recordedAtMs } = await commandTopicLayout(this.d.pool, topic, now);
+    this.topicPartitions = now;
+    if (recorded === now) return;
+    throw Object.assign(
+      new Error(
+        `${topic} has ${now} partitions, but its jobs were placed for ${recorded} (recorded ${new Date(recordedAtMs).toISOString()}): ` +
+          'commands for existing jobs would reach partitions that do not hold them, and their cancels and reschedules would be lost. ' +
+          'Give the topic its recorded partition count back (or move to a new topic and database schema); see docs on partitions in the README',
+      ),
+      { code: 'SCHED_E_PARTITIONS_CHANGED' },
+    );
   }
 
   async stop(): Promise<void> {
@@ -256,6 +325,54 @@ export class Scheduler {
 
   // --- maintenance loops (each also callable once) --------------------------------------------
 
+  /**
+   * Marks EXPIRED, with their EXPIRED events in the same transaction, the overdue jobs of these
+   * partitions whose `expiresAtMs` passed before any claim dispatched them (every claim leaves
+   * such a job alone). Part of each reconcile round. Returns how many.
+   */
+  async expireOnce(rts: PartitionRuntime[] = this.owner.all()): Promise<number> {
+    const live = rts.filter((r) => !r.closed);
+    if (live.length === 0) return 0;
+    const c = this.d.config;
+    const expired = await inTransaction(this.d.pool, async (client) => {
+      const rows = await jobExpireDue(
+        client,
+        live.map((r) => ({ partition: r.partition, epoch: r.epoch })),
+        c.claimBatchSize,
+      );
+      if (rows.length > 0 && c.lifecycleEvents) {
+        const byPartition = new Map<number, typeof rows>();
+        for (const r of rows) byPartition.set(r.partition, [...(byPartition.get(r.partition) ?? []), r]);
+        for (const [partition, list] of byPartition) {
+          await outboxEmit(
+            client,
+            partition,
+            list[0]!.epoch,
+            list.map((j) =>
+              jobEventRow(this.d.codec, {
+                jobId: j.jobId,
+                tenantId: j.tenantId,
+                type: 'EXPIRED',
+                version: j.version,
+                attempt: j.attempt,
+                detail: 'not dispatched before its expiresAt',
+                callerId: null,
+              }),
+            ),
+          );
+        }
+      }
+      return rows;
+    });
+    for (const j of expired) {
+      this.owner.get(j.partition)?.forget(j.jobId);
+      this.d.metrics.jobsExpired.inc({ queue: j.queue });
+    }
+    if (expired.length > 0)
+      this.d.log.info({ jobs: expired.length }, 'jobs expired: not dispatched before their expiresAt');
+    return expired.length;
+  }
+
   /** One reconcile round: catch-up drain and backlog gauges (see `Reconciler`). Returns how many it claimed. */
   reconcileOnce(): Promise<number> {
     return this.reconciler.once();
@@ -283,12 +400,59 @@ export class Scheduler {
       if (rt.closed) continue;
       try {
         const gone = livenessRead ? this.goneWorkers.toSweep(rt.partition, rt.epoch) : [];
-        const reaped = await inTransaction(this.d.pool, (client) =>
-          leaseReap(client, rt.partition, rt.epoch, c.claimBatchSize, c.reapSkewMarginMs, gone),
-        );
+        const reaped = await inTransaction(this.d.pool, async (client) => {
+          const rows = await leaseReap(
+            client,
+            rt.partition,
+            rt.epoch,
+            c.claimBatchSize,
+            c.reapSkewMarginMs,
+            gone,
+            {
+              maxAttempts: c.defaultMaxAttempts,
+              maxUnstartedDispatches: c.maxUnstartedDispatches,
+              poisonAfterReplays: DEFAULT_REAP_BUDGET.poisonAfterReplays,
+            },
+          );
+          // A job the reaper dead-lettered gets its DEAD_LETTERED event in the same transaction.
+          const dead = rows.filter((r) => r.failureClass !== null);
+          if (dead.length > 0 && c.lifecycleEvents)
+            await outboxEmit(
+              client,
+              rt.partition,
+              rt.epoch,
+              dead.map((r) =>
+                jobEventRow(this.d.codec, {
+                  jobId: r.jobId,
+                  tenantId: r.tenantId,
+                  type: 'DEAD_LETTERED',
+                  version: r.version,
+                  attempt: r.attempt,
+                  detail: `${r.failureClass}: ${DEAD_BY_REAPER[r.failureClass!]}`,
+                  callerId: null,
+                }),
+              ),
+            );
+          return rows;
+        });
         let viaGone = 0;
+        const timedOut = reaped.filter((r) => r.via === 'timeout').length;
+        if (timedOut > 0) {
+          this.d.metrics.executionTimeoutsReaped.inc(timedOut);
+          this.d.log.warn(
+            { partition: rt.partition, jobs: timedOut },
+            'took back running jobs past their execution timeout (their handlers ignored the abort): attempts TIMED_OUT',
+          );
+        }
         for (const r of reaped) {
           this.d.metrics.leaseReaped.inc({ to: r.state });
+          if (r.failureClass) {
+            this.d.metrics.dlqIngress.inc({ queue: r.queue, class: r.failureClass });
+            this.d.log.warn(
+              { jobId: r.jobId, queue: r.queue, attempt: r.attempt, failureClass: r.failureClass },
+              DEAD_BY_REAPER[r.failureClass],
+            );
+          }
           if (r.via === 'worker_gone') viaGone++;
           if (r.state === 'SCHEDULED')
             rt.place(r.jobId, r.dueAtMs, this.fireTags.tag(r.tenantId, r.priority));

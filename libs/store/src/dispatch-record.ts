@@ -9,6 +9,7 @@ export interface DispatchedJob {
   jobId: string;
   partition: number;
   epoch: number;
+  queue: string;
   version: number;
   attempt: number;
   dueAtMs: number;
@@ -52,12 +53,13 @@ export const DISPATCH_SOURCE_COLUMNS = `j.job_id, j.partition, j.claim_epoch AS 
  * What a dispatching statement hands back per job, from `written e`. Reading `written` is what
  * emits each job's outbox record: a dispatching statement must read every row of it.
  */
-export const DISPATCHED_COLUMNS = `e.job_id, e.partition, e.epoch, e.version, e.attempt, e.due_ms, e.claimed_ms, e.event_id`;
+export const DISPATCHED_COLUMNS = `e.job_id, e.partition, e.epoch, e.queue, e.version, e.attempt, e.due_ms, e.claimed_ms, e.event_id`;
 
 export interface DispatchedRow {
   job_id: string;
   partition: number;
   epoch: number;
+  queue: string;
   version: number;
   attempt: number;
   due_ms: number;
@@ -69,6 +71,7 @@ export const toDispatched = (r: DispatchedRow): DispatchedJob => ({
   jobId: r.job_id,
   partition: r.partition,
   epoch: r.epoch,
+  queue: r.queue,
   version: r.version,
   attempt: r.attempt,
   dueAtMs: r.due_ms,
@@ -91,7 +94,7 @@ export const dispatchRecordCtes = (source: string, header: string): string => `
      -- (OFFSET 0 keeps it): the content function is inlined only if its arguments are columns
      -- (migration 015).
      z AS (
-       SELECT c.job_id, c.partition, c.epoch, c.version, c.attempt, c.payload, c.priority, c.execution_timeout_ms,
+       SELECT c.job_id, c.partition, c.epoch, c.queue, c.version, c.attempt, c.payload, c.priority, c.execution_timeout_ms,
               c.headers, gen_random_uuid() AS event_id, sched_ms(c.due_at) AS due_ms,
               sched_ms(c.claimed_at) AS claimed_ms, sched_ms(c.occurrence_at) AS occ_ms,
               convert_to(c.job_id, 'UTF8') AS u_job, convert_to(c.tenant_id, 'UTF8') AS u_tenant,

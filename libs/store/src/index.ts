@@ -3,7 +3,12 @@ export type { MigrateOptions, MigrateResult } from './migrate.js';
 export { createPool, inTransaction } from './pool.js';
 export type { PoolOptions } from './pool.js';
 export { FencedError } from './fencing.js';
-export { partitionClaim, partitionAdvanceOffset, partitionOwnerList } from './partition-store.js';
+export {
+  commandTopicLayout,
+  partitionClaim,
+  partitionAdvanceOffset,
+  partitionOwnerList,
+} from './partition-store.js';
 export {
   homeRegion,
   regionPromote,
@@ -27,15 +32,18 @@ export {
   jobClaimDueAcross,
   jobClaimDueDispatch,
   jobReconcileDue,
+  jobExpireDue,
+  queueUnstarted,
+  NO_ADMISSION,
   jobReconcileDueDispatch,
   jobOverdueFair,
 } from './job-claim.js';
-export type { ClaimedJob, OverdueJob, OwnedPartition } from './job-claim.js';
+export type { ClaimAdmission, ClaimedJob, OverdueJob, OwnedPartition } from './job-claim.js';
 export { outboxEmit, outboxEmitReady } from './outbox.js';
 export type { OutboxRow } from './outbox.js';
-export { leaseReap } from './lease-reap.js';
+export { DEFAULT_REAP_BUDGET, leaseReap } from './lease-reap.js';
 export { LEASE_FIRST_CHECK_MS } from './lease-check.js';
-export type { ReapedJob } from './lease-reap.js';
+export type { ReapBudget, ReapedJob } from './lease-reap.js';
 export { workerBeat, workerGone, workersGone, workerList } from './worker-liveness.js';
 export type { WorkerBeat, GoneWorker } from './worker-liveness.js';
 export { jobLoadWindow } from './job-window.js';

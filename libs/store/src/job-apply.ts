@@ -98,12 +98,14 @@ export async function jobCreateDispatching(
             CASE WHEN d.now_due THEN 1 ELSE 0 END, CASE WHEN d.now_due THEN now() END,
             CASE WHEN d.now_due THEN $2::bigint END,
             CASE WHEN d.now_due THEN now() + $17 * interval '1 millisecond' END,
-            CASE WHEN d.now_due THEN ${firstLeaseCheck('$17')} END
+            CASE WHEN d.now_due THEN ${firstLeaseCheck('$17', 'c.timeout_ms')} END
      FROM fence, unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::bytea[], $9::text[],
                         $10::int[], $11::jsonb[], $12::bigint[], $13::bigint[], $14::jsonb[], $15::text[], $16::bigint[])
        AS c(job_id, tenant_id, queue, due_ms, priority, payload, business_key, max_attempts, retry_policy,
             expires_ms, timeout_ms, headers, schedule_id, occ_ms)
-     CROSS JOIN LATERAL (SELECT $17::bigint IS NOT NULL AND ${MS('c.due_ms')} <= now() AS now_due) d
+     -- Expired already (expires_at passed): created SCHEDULED, for the expiry pass (jobExpireDue).
+     CROSS JOIN LATERAL (SELECT $17::bigint IS NOT NULL AND ${MS('c.due_ms')} <= now()
+                                AND (c.expires_ms IS NULL OR ${MS('c.expires_ms')} > now()) AS now_due) d
      ON CONFLICT (job_id) DO NOTHING
      ${dispatchLeaseMs === null ? 'RETURNING job_id' : DISPATCHED_RETURNING}`,
     values: [

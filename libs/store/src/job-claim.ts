@@ -96,6 +96,7 @@ export async function jobClaimDue(
      UPDATE job j SET ${CLAIM_SET}
      FROM fence
      WHERE j.job_id = ANY($3::text[]) AND j.partition = $1 AND j.state = 'SCHEDULED' AND j.due_at <= now()
+       AND (j.expires_at IS NULL OR j.expires_at > now())
      ${CLAIM_RETURNING}`,
     values: [partition, epoch, jobIds, dispatchLeaseMs],
   });
@@ -107,7 +108,7 @@ export async function jobClaimDue(
  * `returning`): shared by the claim that hands the rows back and the one that writes their outbox
  * rows itself. `$1`/`$2` the owned (partition, epoch) pairs, `$3` the job ids, `$4` the lease ms.
  */
-const claimAcrossCtes = (returning: string) => `owners AS (
+const claimAcrossCtes = (returning: string, capsParam: number) => `owners AS (
     SELECT po.partition, po.epoch FROM partition_owner po
     JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
     FOR KEY SHARE OF po),
@@ -123,15 +124,24 @@ const claimAcrossCtes = (returning: string) => `owners AS (
   -- job skipped that way waited ~3.7 s for the reconciler). The lookup's own partition filter is
   -- the only one: filtered again by owners (a semi-join), a table without statistics yet (a fresh
   -- schema, a burst before autovacuum's first analyze) ran every lookup once per owned partition.
-  target AS (
-    SELECT j.job_id, j.partition
+  due_ids AS (
+    SELECT j.job_id, j.partition, j.queue, j.due_at
     FROM (SELECT DISTINCT unnest($3::text[]) AS job_id ORDER BY 1) ids
     CROSS JOIN LATERAL (
-      SELECT job_id, partition, state, due_at FROM job
+      SELECT job_id, partition, state, due_at, expires_at, queue FROM job
       WHERE job_id = ids.job_id AND partition = ANY(ARRAY(SELECT partition FROM owners))
       OFFSET 0
       FOR UPDATE SKIP LOCKED) j
-    WHERE j.state = 'SCHEDULED' AND j.due_at <= now()),
+    -- Never dispatched past its expiry: the expiry pass (jobExpireDue) marks it EXPIRED.
+    WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())),
+  -- Admission control: at most a queue's room (the caller's per-queue limits, a default for the
+  -- rest, none when NULL) of its due jobs, oldest first; the rest wait as due backlog for the
+  -- catch-up once the queue has room again.
+  target AS (
+    SELECT d.job_id, d.partition FROM (
+      SELECT d.*, row_number() OVER (PARTITION BY d.queue ORDER BY d.due_at) AS nth FROM due_ids d) d
+    LEFT JOIN unnest($${capsParam}::text[], $${capsParam + 1}::int[]) AS caps(queue, room) ON caps.queue = d.queue
+    WHERE d.nth <= coalesce(caps.room, $${capsParam + 2}::int, d.nth)),
   -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
   -- rescan re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst); joined to
   -- owners, the plan scanned the whole list once per owned partition (12 scans of 2,000 ids, 22,000
@@ -157,6 +167,7 @@ export async function jobClaimDueAcross(
   owned: readonly OwnedPartition[],
   jobIds: readonly string[],
   dispatchLeaseMs: number,
+  admission: ClaimAdmission = NO_ADMISSION,
 ): Promise<{
   nowMs: number;
   current: Set<number>;
@@ -167,11 +178,19 @@ export async function jobClaimDueAcross(
   >(
     batchStatement(
       'job_claim_due_across',
-      `WITH ${claimAcrossCtes(`${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch`)}
+      `WITH ${claimAcrossCtes(`${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch`, 5)}
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN claimed c ON true`,
-      [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs],
+      [
+        owned.map((o) => o.partition),
+        owned.map((o) => o.epoch),
+        jobIds,
+        dispatchLeaseMs,
+        [...admission.queues],
+        [...admission.rooms],
+        admission.otherRoom,
+      ],
       jobIds.length,
     ),
   );
@@ -202,18 +221,29 @@ export async function jobClaimDueDispatch(
   jobIds: readonly string[],
   dispatchLeaseMs: number,
   dispatchHeader: Buffer,
+  /** How many jobs of each queue the claim may take (admission control); default: any. */
+  admission: ClaimAdmission = NO_ADMISSION,
 ): Promise<{ nowMs: number; current: Set<number>; claimed: DispatchedJob[] }> {
   const { rows } = await client.query<
     { now_ms: number; current: number[] } & ({ job_id: null } | DispatchedRow)
   >(
     batchStatement(
       'job_claim_due_dispatch',
-      `WITH ${claimAcrossCtes(`RETURNING ${DISPATCH_SOURCE_COLUMNS}`)},
+      `WITH ${claimAcrossCtes(`RETURNING ${DISPATCH_SOURCE_COLUMNS}`, 6)},
      ${dispatchRecordCtes('claimed', '$5')}
      SELECT m.now_ms, m.current, ${DISPATCHED_COLUMNS}
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN written e ON true`,
-      [owned.map((o) => o.partition), owned.map((o) => o.epoch), jobIds, dispatchLeaseMs, dispatchHeader],
+      [
+        owned.map((o) => o.partition),
+        owned.map((o) => o.epoch),
+        jobIds,
+        dispatchLeaseMs,
+        dispatchHeader,
+        [...admission.queues],
+        [...admission.rooms],
+        admission.otherRoom,
+      ],
       jobIds.length,
     ),
   );
@@ -222,6 +252,18 @@ export async function jobClaimDueDispatch(
   for (const r of rows) if (r.job_id !== null) claimed.push(toDispatched(r));
   return { nowMs: head.now_ms, current: new Set(head.current), claimed };
 }
+
+/**
+ * Admission control's limits for one claim: at most `rooms[i]` jobs of `queues[i]`, and at most
+ * `otherRoom` of any other queue (null: no limit).
+ */
+export interface ClaimAdmission {
+  queues: readonly string[];
+  rooms: readonly number[];
+  otherRoom: number | null;
+}
+
+export const NO_ADMISSION: ClaimAdmission = { queues: [], rooms: [], otherRoom: null };
 
 /** A partition and the epoch its owner holds. */
 export interface OwnedPartition {
@@ -312,6 +354,7 @@ export async function jobOverdueFair(
   partitions: readonly number[],
   limit: number,
   graceMs: number,
+  pausedQueues: readonly string[] = [],
 ): Promise<OverdueJob[]> {
   if (partitions.length === 0 || limit <= 0) return [];
   const { rows } = await client.query<OverdueJob>({
@@ -321,23 +364,27 @@ export async function jobOverdueFair(
               row_number() OVER (PARTITION BY j.tenant_id, j.priority ORDER BY j.due_at) AS turn
        FROM job j
        WHERE j.partition = ANY($1::int[]) AND j.phase = 0 AND j.state = 'SCHEDULED'
-         AND j.due_at <= now() - $3 * interval '1 millisecond')
+         AND j.due_at <= now() - $3 * interval '1 millisecond' AND (j.expires_at IS NULL OR j.expires_at > now())
+         AND j.queue <> ALL($4::text[]))
      SELECT job_id AS "jobId", partition, tenant_id AS "tenantId", priority, ${MS_OF('due_at')} AS "dueAtMs"
      FROM overdue ORDER BY priority DESC, turn, due_at LIMIT $2`,
-    values: [partitions, limit, graceMs],
+    values: [partitions, limit, graceMs, [...pausedQueues]],
   });
   return rows;
 }
 
-/** The reconcile's CTEs: `owners` (current pairs, held FOR KEY SHARE) and `due` (locked, SKIP LOCKED). */
-const reconcileCtes = `owners AS (
+/** The caller's (partition, epoch) pairs `$1`/`$2` that are current, held FOR KEY SHARE (a fence). */
+const OWNERS_CTE = `owners AS (
        SELECT po.partition, po.epoch FROM partition_owner po
        JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
-       FOR KEY SHARE OF po),
+       FOR KEY SHARE OF po)`;
+
+/** The reconcile's CTEs: `owners` (current pairs, held FOR KEY SHARE) and `due` (locked, SKIP LOCKED). */
+const reconcileCtes = `${OWNERS_CTE},
      due AS (
        SELECT j.job_id FROM job j
        WHERE j.partition IN (SELECT partition FROM owners) AND j.phase = 0 AND j.state = 'SCHEDULED'
-         AND j.due_at <= now() - $5 * interval '1 millisecond'
+         AND j.due_at <= now() - $5 * interval '1 millisecond' AND (j.expires_at IS NULL OR j.expires_at > now())
        ORDER BY j.priority DESC, j.due_at
        LIMIT $3
        FOR UPDATE OF j SKIP LOCKED)`;
@@ -349,3 +396,78 @@ const reconcileUpdate = (returning: string) => `UPDATE job j
      FROM due, owners
      WHERE j.job_id = due.job_id AND j.partition = owners.partition
      ${returning}`;
+
+/** A job the expiry pass marked EXPIRED (for its lifecycle event and the wheel). */
+export interface ExpiredJob {
+  jobId: string;
+  partition: number;
+  epoch: number;
+  tenantId: string;
+  queue: string;
+  version: number;
+  attempt: number;
+}
+
+/**
+ * job_expire_due: SCHEDULED jobs of the caller's current (partition, epoch) pairs whose
+ * `expires_at` has passed go EXPIRED (they were not dispatched by then, and every claim leaves
+ * them alone), up to `limit`, SKIP LOCKED, fenced like a reconcile. Only overdue rows can have
+ * expired (a create's expiry is after its due time), so the due index bounds the look. The caller
+ * writes their EXPIRED events in the same transaction.
+ */
+export async function jobExpireDue(
+  client: pg.ClientBase,
+  owned: readonly OwnedPartition[],
+  limit: number,
+): Promise<ExpiredJob[]> {
+  if (owned.length === 0 || limit <= 0) return [];
+  const { rows } = await client.query<{
+    job_id: string;
+    partition: number;
+    epoch: number;
+    tenant_id: string;
+    queue: string;
+    version: number;
+    attempt: number;
+  }>({
+    text: `WITH ${OWNERS_CTE},
+     gone AS (
+       SELECT j.job_id FROM job j
+       WHERE j.partition IN (SELECT partition FROM owners) AND j.phase = 0 AND j.state = 'SCHEDULED'
+         AND j.due_at <= now() AND j.expires_at <= now()
+       LIMIT $3
+       FOR UPDATE OF j SKIP LOCKED)
+     UPDATE job j SET state = 'EXPIRED', finished_at = now()
+     FROM gone, owners
+     WHERE j.job_id = gone.job_id AND j.partition = owners.partition
+     RETURNING j.job_id, j.partition, owners.epoch, j.tenant_id, j.queue, j.version, j.attempt`,
+    values: [owned.map((o) => o.partition), owned.map((o) => o.epoch), limit],
+  });
+  return rows.map((r) => ({
+    jobId: r.job_id,
+    partition: r.partition,
+    epoch: Number(r.epoch),
+    tenantId: r.tenant_id,
+    queue: r.queue,
+    version: r.version,
+    attempt: r.attempt,
+  }));
+}
+
+/**
+ * Per queue, the jobs of these partitions dispatched and not started by any worker yet (the
+ * admission control's measure of a queue's depth), by the in-flight index.
+ */
+export async function queueUnstarted(
+  client: pg.ClientBase | pg.Pool,
+  partitions: readonly number[],
+): Promise<Map<string, number>> {
+  if (partitions.length === 0) return new Map();
+  const { rows } = await client.query<{ queue: string; n: number }>({
+    name: 'queue_unstarted',
+    text: `SELECT queue, count(*)::int AS n FROM job
+           WHERE partition = ANY($1::int[]) AND phase = 1 AND state = 'DISPATCHED' GROUP BY queue`,
+    values: [[...partitions]],
+  });
+  return new Map(rows.map((r) => [r.queue, r.n]));
+}

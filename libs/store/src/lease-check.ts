@@ -8,6 +8,24 @@
  */
 export const LEASE_FIRST_CHECK_MS = 30_000;
 
-/** The claim's `lease_check_at`, for a dispatch lease of `leaseMsParam` ms (a SQL expression). */
-export const firstLeaseCheck = (leaseMsParam: string) =>
-  `now() + least(${leaseMsParam} * interval '1 millisecond', ${LEASE_FIRST_CHECK_MS} * interval '1 millisecond')`;
+/**
+ * How long past its execution timeout a RUNNING job may go on before the reaper takes it back as
+ * TIMED_OUT, whatever its heartbeats say (the worker stops renewing at the timeout itself; this is
+ * the ceiling for one that does not).
+ */
+export const EXECUTION_TIMEOUT_GRACE_MS = 2_000;
+
+/**
+ * The claim's `lease_check_at`, for a dispatch lease of `leaseMsParam` ms (a SQL expression), and
+ * no later than the job's execution timeout (`timeoutExpr`, ms or NULL) plus the grace: a job with a
+ * short timeout is looked at when it could first have run past it.
+ */
+export const firstLeaseCheck = (leaseMsParam: string, timeoutExpr = 'j.execution_timeout_ms') =>
+  `now() + least(${leaseMsParam} * interval '1 millisecond', ${LEASE_FIRST_CHECK_MS} * interval '1 millisecond',
+                 coalesce((${timeoutExpr} + ${EXECUTION_TIMEOUT_GRACE_MS}) * interval '1 millisecond',
+                          ${LEASE_FIRST_CHECK_MS} * interval '1 millisecond'))`;
+
+/** When a RUNNING job with an execution timeout has run past it by the grace (a SQL condition). */
+export const pastExecutionTimeout = (alias: string) =>
+  `(${alias}.state = 'RUNNING' AND ${alias}.execution_timeout_ms IS NOT NULL
+    AND ${alias}.started_at + (${alias}.execution_timeout_ms + ${EXECUTION_TIMEOUT_GRACE_MS}) * interval '1 millisecond' < now())`;

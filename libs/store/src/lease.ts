@@ -101,6 +101,24 @@ export interface Completion {
 }
 
 /**
+ * The `ON CONFLICT` of a dead-letter insert, shared by every path to DEAD: a job dead again after
+ * a replay updates its row, and one that failed the same way (same fingerprint) after `poisonParam`
+ * replays in a row is quarantined as poison.
+ */
+export const deadLetterUpsert = (poisonParam: string) => `ON CONFLICT (job_id) DO UPDATE SET
+         dead_at = now(), failure_class = EXCLUDED.failure_class, last_error = EXCLUDED.last_error,
+         attempts = EXCLUDED.attempts, replayed_at = NULL, fingerprint = EXCLUDED.fingerprint,
+         -- Failed the same way again after a replay: a poison job after ${poisonParam} such replays.
+         same_failure_streak = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
+                                    THEN dead_letter.same_failure_streak + 1 ELSE 0 END,
+         quarantined = dead_letter.quarantined OR (dead_letter.fingerprint = EXCLUDED.fingerprint
+                                                   AND dead_letter.same_failure_streak + 1 >= ${poisonParam}),
+         quarantine_note = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
+                                     AND dead_letter.same_failure_streak + 1 >= ${poisonParam}
+                                THEN 'failed the same way after ' || (dead_letter.same_failure_streak + 1) || ' replays'
+                                ELSE dead_letter.quarantine_note END`;
+
+/**
  * job_complete: ends the attempt under the same owner + generation check. A late completion
  * from a worker whose lease was reclaimed matches nothing and is refused (returns false), never
  * overwriting the newer attempt. Success → SUCCEEDED; failure with a retry → SCHEDULED at
@@ -138,18 +156,7 @@ export async function jobComplete(
      dlq AS (
        INSERT INTO dead_letter (job_id, queue, tenant_id, failure_class, last_error, fingerprint, attempts)
        SELECT job_id, queue, tenant_id, $6, $7, $10, attempt FROM done WHERE $4 = 'DEAD'
-       ON CONFLICT (job_id) DO UPDATE SET
-         dead_at = now(), failure_class = EXCLUDED.failure_class, last_error = EXCLUDED.last_error,
-         attempts = EXCLUDED.attempts, replayed_at = NULL, fingerprint = EXCLUDED.fingerprint,
-         -- Failed the same way again after a replay: a poison job after $11 such replays.
-         same_failure_streak = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
-                                    THEN dead_letter.same_failure_streak + 1 ELSE 0 END,
-         quarantined = dead_letter.quarantined OR (dead_letter.fingerprint = EXCLUDED.fingerprint
-                                                   AND dead_letter.same_failure_streak + 1 >= $11),
-         quarantine_note = CASE WHEN dead_letter.fingerprint = EXCLUDED.fingerprint
-                                     AND dead_letter.same_failure_streak + 1 >= $11
-                                THEN 'failed the same way after ' || (dead_letter.same_failure_streak + 1) || ' replays'
-                                ELSE dead_letter.quarantine_note END),
+       ${deadLetterUpsert('$11')}),
      -- The lifecycle event as an outbox record (migration 014): emitted as this one-row CTE is read.
      ev AS (
        SELECT count(sched_outbox_emit('events', job_id, $12::uuid::text, 'JobEvent', job_id, $14::int, $15::int,

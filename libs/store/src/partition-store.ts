@@ -87,3 +87,27 @@ export async function partitionOwnerList(pool: pg.Pool): Promise<OwnerRow[]> {
     sinceMs: r.since_ms,
   }));
 }
+
+/**
+ * The command topic's partition count as this database recorded it at a scheduler's first start
+ * (migration 018), recording `partitions` when there is none yet. The caller refuses to run when
+ * the two differ.
+ */
+export async function commandTopicLayout(
+  pool: pg.Pool,
+  topic: string,
+  partitions: number,
+): Promise<{ recorded: number; recordedAtMs: number }> {
+  const { rows } = await pool.query<{ partitions: number; at_ms: number }>(
+    `WITH ins AS (
+       INSERT INTO command_topic_layout (topic, partitions) VALUES ($1, $2)
+       ON CONFLICT (topic) DO NOTHING
+       RETURNING partitions, recorded_at)
+     SELECT partitions, floor(extract(epoch FROM recorded_at) * 1000)::float8 AS at_ms FROM ins
+     UNION ALL
+     SELECT partitions, floor(extract(epoch FROM recorded_at) * 1000)::float8 FROM command_topic_layout
+     WHERE topic = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+    [topic, partitions],
+  );
+  return { recorded: rows[0]!.partitions, recordedAtMs: rows[0]!.at_ms };
+}

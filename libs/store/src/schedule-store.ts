@@ -110,7 +110,7 @@ export async function scheduleUpsert(
             $19, $20, $21, $22, $23, $24, $25
      FROM fence
      ON CONFLICT (schedule_id) DO UPDATE SET
-       tenant_id = EXCLUDED.tenant_id, queue = EXCLUDED.queue, payload = EXCLUDED.payload, priority = EXCLUDED.priority,
+       queue = EXCLUDED.queue, payload = EXCLUDED.payload, priority = EXCLUDED.priority,
        headers = EXCLUDED.headers, max_attempts = EXCLUDED.max_attempts, execution_timeout_ms = EXCLUDED.execution_timeout_ms,
        retry_policy = EXCLUDED.retry_policy, cron = EXCLUDED.cron, interval_ms = EXCLUDED.interval_ms,
        time_zone = EXCLUDED.time_zone, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at, max_runs = EXCLUDED.max_runs,
@@ -121,6 +121,8 @@ export async function scheduleUpsert(
        state = CASE WHEN schedule.state = 'PAUSED' THEN 'PAUSED' ELSE 'ACTIVE' END, buffered_at = NULL,
        version = schedule.version + 1, updated_at = now()
      WHERE schedule.partition = $1 AND ($26::int IS NULL OR schedule.version = $26::int)
+       -- Never another tenant's: an upsert is an update of the caller's own schedule only.
+       AND schedule.tenant_id = EXCLUDED.tenant_id
      RETURNING version`,
     [
       partition,

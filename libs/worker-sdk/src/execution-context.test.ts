@@ -72,6 +72,20 @@ describe('ExecutionContext', () => {
     ctx.settle();
   });
 
+  it('stops renewing the lease at the execution timeout: a handler ignoring its signal loses the job', async () => {
+    const { ctx, queries } = make();
+    vi.advanceTimersByTime(1_000);
+    const renewals = () => queries.filter((q) => q.includes('lease_until = now()')).length;
+    const before = renewals();
+    expect(before).toBeGreaterThan(0); // heartbeats every 200 ms until then
+    vi.advanceTimersByTime(5_000);
+    expect(renewals()).toBe(before);
+    await expect(ctx.heartbeat()).rejects.toMatchObject({ code: 'SCHED_E_TIMED_OUT' });
+    await expect(ctx.checkpoint({ step: 9 })).rejects.toMatchObject({ code: 'SCHED_E_TIMED_OUT' });
+    expect(renewals()).toBe(before);
+    ctx.settle();
+  });
+
   it('aborts its signal with TIMED_OUT at the execution timeout, whether read before or after', () => {
     const early = make();
     const signal = early.ctx.signal;

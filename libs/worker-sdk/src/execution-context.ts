@@ -8,6 +8,11 @@ class LeaseLostError extends Error {
   readonly retriable = false;
 }
 
+class ExecutionTimedOutError extends Error {
+  readonly code = 'SCHED_E_TIMED_OUT';
+  readonly retriable = false;
+}
+
 /** Why an execution was aborted: what `signal.reason` says. */
 export type AbortReason = 'CANCELLED' | 'LEASE_LOST' | 'TIMED_OUT';
 
@@ -91,6 +96,11 @@ export class ExecutionContext implements JobContext {
     this.controller?.abort(reason);
   }
 
+  /** At the execution timeout: no more lease renewals (see `renew`). */
+  stopHeartbeat(): void {
+    clearInterval(this.heartbeatTimer);
+  }
+
   /** Stops the heartbeat and the timeout: the handler has returned. */
   settle(): void {
     clearInterval(this.heartbeatTimer);
@@ -98,6 +108,11 @@ export class ExecutionContext implements JobContext {
   }
 
   async renew(checkpoint?: unknown): Promise<void> {
+    // The execution timeout is a ceiling, not a signal only: past it the lease is never renewed
+    // again (a handler ignoring its signal loses the job when the lease lapses, and the scheduler
+    // records the attempt TIMED_OUT), so a heartbeat or checkpoint then fails.
+    if (this.abortReason === 'TIMED_OUT')
+      throw new ExecutionTimedOutError(`${this.rec.jobId} ran past its execution timeout`);
     const until = await leaseRenew(this.d.pool, this.lease, this.d.leaseTtlMs, checkpoint);
     if (until === null) {
       await this.markLost();
@@ -120,6 +135,7 @@ function beat(ctx: ExecutionContext): void {
 
 function timedOut(ctx: ExecutionContext): void {
   ctx.abort('TIMED_OUT');
+  ctx.stopHeartbeat();
 }
 
 function ignore(): void {}

@@ -28,6 +28,12 @@ export interface Command {
    */
   issuedAtMs: number;
   body: CommandBody;
+  /**
+   * Who issued the command: the API's authenticated caller (its API key's caller id), or what a
+   * producer says it is. Recorded in the lifecycle events the command causes, so "who cancelled
+   * this" has an answer. Null when the producer did not say.
+   */
+  callerId: string | null;
 }
 
 /**
@@ -39,6 +45,7 @@ export interface CommandInput {
   tenantId: string;
   issuedAtMs: number;
   body: CommandBodyInput;
+  callerId?: string | null;
 }
 
 /** The union in Command.body, tagged: `kind` is the branch record's name, `value` the record. */

@@ -21,6 +21,12 @@ export interface JobEvent {
   atMs: number;
   /** Human-readable detail (error summary, cancel reason). */
   detail: string | null;
+  /**
+   * For a transition a command caused (CANCELLED, RESCHEDULED): the command's callerId. Null for
+   * the platform's own transitions (dispatch, attempts, expiry) and for commands that named no
+   * caller.
+   */
+  callerId: string | null;
 }
 
 /**
@@ -36,4 +42,5 @@ export interface JobEventInput {
   attempt: number;
   atMs: number;
   detail?: string | null;
+  callerId?: string | null;
 }

@@ -1,0 +1,126 @@
+import type pg from 'pg';
+import type { Logger } from '@sched/logging';
+import { NO_ADMISSION, queueUnstarted, type ClaimAdmission } from '@sched/store';
+import type { SchedulerMetrics } from './scheduler-metrics.js';
+
+/**
+ * Which queues pause and resume, from their depths: a queue pauses when `counts` reaches `high`
+ * and resumes when it is down to `low` (hysteresis: it does not flap around one mark). Pure.
+ */
+export function admissionStep(
+  paused: ReadonlySet<string>,
+  counts: ReadonlyMap<string, number>,
+  high: number,
+  low: number,
+): { paused: Set<string>; pausedNow: string[]; resumedNow: string[] } {
+  const next = new Set(paused);
+  const pausedNow: string[] = [];
+  const resumedNow: string[] = [];
+  for (const [queue, n] of counts)
+    if (!next.has(queue) && n >= high) {
+      next.add(queue);
+      pausedNow.push(queue);
+    }
+  for (const queue of paused)
+    if ((counts.get(queue) ?? 0) <= low) {
+      next.delete(queue);
+      resumedNow.push(queue);
+    }
+  return { paused: next, pausedNow, resumedNow };
+}
+
+export interface AdmissionDeps {
+  pool: pg.Pool;
+  metrics: SchedulerMetrics;
+  log: Logger;
+  /** Fleet-wide high water mark per queue (0: admission control off). */
+  maxUnstarted: number;
+  /** The owned partitions now, and the command topic's partition count. */
+  owned(): number[];
+  totalPartitions(): number;
+}
+
+/**
+ * Admission control by queue depth. Every pass counts, per queue, the owned partitions' jobs that
+ * were dispatched and not started by any worker yet; each claim may then take at most a queue's
+ * room (its share of the high water mark, `SCHED_QUEUE_MAX_UNSTARTED` x owned / all partitions,
+ * less that count and less what claims took since), and a queue at the mark takes none until it is
+ * down to half of it. Its due jobs wait SCHEDULED (due backlog, in the overdue gauges) instead of
+ * piling onto the dispatch topic, where a backlog older than the dispatch lease would be
+ * dispatched a second time; the catch-up drains them once the queue has room.
+ */
+export class Admission {
+  private paused = new Set<string>();
+  private counts = new Map<string, number>();
+  /** Claimed since the last count, per queue (the count includes them from the next one on). */
+  private claimedSince = new Map<string, number>();
+  private high = 0;
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly d: AdmissionDeps) {}
+
+  private get on(): boolean {
+    return this.d.maxUnstarted > 0 && this.high > 0;
+  }
+
+  /** How many jobs of a queue a claim may take now (Infinity: admission control off). */
+  roomFor(queue: string): number {
+    if (!this.on) return Infinity;
+    if (this.paused.has(queue)) return 0;
+    return Math.max(0, this.high - (this.counts.get(queue) ?? 0) - (this.claimedSince.get(queue) ?? 0));
+  }
+
+  /** The limits of the next claim: the room of every queue known, the full room for the others. */
+  limits(): ClaimAdmission {
+    if (!this.on) return NO_ADMISSION;
+    const queues = [...new Set([...this.counts.keys(), ...this.claimedSince.keys(), ...this.paused])];
+    return { queues, rooms: queues.map((q) => this.roomFor(q)), otherRoom: this.high };
+  }
+
+  /** The queues with no room at all (the catch-up does not plan their jobs). */
+  full(): string[] {
+    if (!this.on) return [];
+    const l = this.limits();
+    return l.queues.filter((_, i) => l.rooms[i] === 0);
+  }
+
+  /** Jobs a claim (or a create) dispatched: they take room until the next count. */
+  onClaimed(jobs: readonly { queue: string }[]): void {
+    if (!this.on) return;
+    for (const j of jobs) this.claimedSince.set(j.queue, (this.claimedSince.get(j.queue) ?? 0) + 1);
+  }
+
+  async once(): Promise<void> {
+    if (this.d.maxUnstarted <= 0) return;
+    const owned = this.d.owned();
+    const total = Math.max(1, this.d.totalPartitions());
+    const claimedBefore = this.claimedSince;
+    this.claimedSince = new Map();
+    let counts: Map<string, number>;
+    try {
+      counts = await queueUnstarted(this.d.pool, owned);
+    } catch (err) {
+      // Keep what the claims took: the room stays as small as it was.
+      for (const [q, n] of claimedBefore) this.claimedSince.set(q, (this.claimedSince.get(q) ?? 0) + n);
+      throw err;
+    }
+    const high = Math.max(1, Math.ceil((this.d.maxUnstarted * owned.length) / total));
+    const low = Math.floor(high / 2);
+    const step = admissionStep(this.paused, counts, high, low);
+    this.paused = step.paused;
+    this.counts = counts;
+    this.high = owned.length > 0 ? high : 0;
+    for (const queue of step.pausedNow)
+      this.d.log.warn(
+        { queue, unstarted: counts.get(queue), high, low },
+        'queue admission paused: too many jobs dispatched and not started; its due jobs wait as backlog',
+      );
+    for (const queue of step.resumedNow)
+      this.d.log.info({ queue, unstarted: counts.get(queue) ?? 0, low }, 'queue admission resumed');
+    for (const queue of counts.keys()) this.seen.add(queue);
+    for (const queue of this.seen) {
+      this.d.metrics.queueUnstarted.set({ queue }, counts.get(queue) ?? 0);
+      this.d.metrics.queueAdmissionPaused.set({ queue }, this.paused.has(queue) ? 1 : 0);
+    }
+  }
+}
