@@ -5,8 +5,9 @@
 import type { RetryPolicy, RetryPolicyInput } from './RetryPolicy';
 
 /**
- * Create a one-off job. Idempotent on jobId: re-sending the same command (same commandId) is a
- * no-op; a different command for an existing jobId is rejected. Kafka key: jobId.
+ * Create a one-off job. Idempotent on jobId: a create of a jobId that exists is a no-op when its
+ * tenant sends it (whatever its content), and rejected with TENANT_MISMATCH when another tenant
+ * does. Kafka key: jobId.
  */
 export interface CreateJob {
   /** Caller-chosen or API-generated unique id (UUID recommended). */
@@ -27,9 +28,12 @@ export interface CreateJob {
    * Dispatch.idempotencyKey when set.
    */
   businessKey: string | null;
-  /** Total attempts including the first; null = queue default. */
+  /**
+   * Total attempts including the first; null = the handler's retry policy (5 by default). Attempts
+   * whose lease was lost (the worker died) count too; a dispatch no worker started does not.
+   */
   maxAttempts: number | null;
-  /** Backoff curve; null = queue default. */
+  /** Backoff curve; null = the handler's retry policy. */
   retryPolicy: RetryPolicy | null;
   /**
    * The scheduler may delay dispatch by a random amount in [0, jitterWindowMs) to spread bursts;
@@ -41,7 +45,11 @@ export interface CreateJob {
    * null = never.
    */
   expiresAtMs: number | null;
-  /** Ceiling on one attempt's run time, independent of the lease; null = queue default. */
+  /**
+   * Ceiling on one attempt's run time, independent of the lease and of heartbeats: at it the worker
+   * aborts the handler's signal and stops renewing, and the scheduler takes the job back past it
+   * plus 2 s (attempt TIMED_OUT); null = the handler's timeout.
+   */
   executionTimeoutMs: number | null;
   /** Free-form string headers forwarded to the worker. */
   headers: Record<string, string>;
