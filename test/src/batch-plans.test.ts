@@ -205,7 +205,7 @@ describe('store: plans of the batched statements', () => {
     // lookup: a second filter of them by `owners` (a semi-join) made a table without statistics
     // (a fresh schema, a burst before autovacuum's first analyze) run every lookup once per owned
     // partition (12 × 2,000 in a round: 57 of its 103 ms).
-    const target = claim.plans.slice(claim.plans.indexOf('CTE target'), claim.plans.indexOf('CTE claimed'));
+    const target = claim.plans.slice(claim.plans.indexOf('CTE target'), claim.plans.indexOf('CTE admitted'));
     expect(target).toMatch(/LockRows/);
     expect(target).not.toMatch(/Semi Join|Join Filter|Hash Join/);
     const lookups = [...target.matchAll(/Index Scan using job_pkey on job .*loops=(\d+)\)/g)];

@@ -66,6 +66,7 @@ describe('tenant isolation probe: tenant B acting on tenant A', () => {
       callers: new Map([
         ['key-of-a', { id: 'alice', tenantId: 'tenant-a', permissions: perms }],
         ['key-of-b', { id: 'mallory', tenantId: 'tenant-b', permissions: perms }],
+        ['key-of-ghost', { id: 'casper', tenantId: 'no-such-tenant', permissions: [] }],
       ]),
       payloadValidator: registryPayloadValidator(s.db.pool, endpoints().registryUrl),
       metrics,
@@ -278,6 +279,32 @@ describe('tenant isolation probe: tenant B acting on tenant A', () => {
     } finally {
       await events.stop();
     }
+  });
+
+  it('refuses at the door what the scheduler would reject: an unknown tenant, a stale expectedVersion', async () => {
+    const had = rejected.raw.length;
+    const ghost = await app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: { 'x-api-key': 'key-of-ghost' },
+      payload: { jobId: 'ghost-1', queue: s.queue, dueAt: far },
+    });
+    expect(ghost.statusCode).toBe(400);
+    expect(ghost.json()).toMatchObject({ error: { code: 'SCHED_E_UNKNOWN_TENANT' } });
+    const stale = await app.inject({
+      method: 'POST',
+      url: '/v1/jobs/a-job/reschedule',
+      headers: A,
+      payload: { dueAt: far + 1_000, expectedVersion: 7 },
+    });
+    expect(stale.statusCode).toBe(409);
+    expect(stale.json()).toMatchObject({ error: { code: 'SCHED_E_VERSION_CONFLICT' } });
+    // Nothing was sent: no rejection comes, and the job is as it was.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(rejected.raw.length).toBe(had);
+    const { rows } = await s.db.pool.query("SELECT version FROM job WHERE job_id = 'a-job'");
+    expect(rows).toEqual([{ version: 1 }]);
+    expect((await s.db.pool.query("SELECT 1 FROM job WHERE job_id = 'ghost-1'")).rowCount).toBe(0);
   });
 
   async function refusals(): Promise<number> {

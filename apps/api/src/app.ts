@@ -49,7 +49,7 @@ export interface ApiContext extends ApiDeps {
    * caller's: another tenant's is never acted on, and its existence does not leak. Each such
    * refusal is counted (`sched_api_refusals_total{reason="other_tenant"}`) and logged.
    */
-  ownJob(caller: ApiCaller, jobId: string, route: string): Promise<{ state: string }>;
+  ownJob(caller: ApiCaller, jobId: string, route: string): Promise<{ state: string; version: number }>;
   ownSchedule(caller: ApiCaller, scheduleId: string, route: string, mayBeNew?: boolean): Promise<void>;
   /** Encodes and produces commands keyed by entity id; resolves once Kafka acknowledged them (acks=all). */
   send(commands: CommandInput[]): Promise<void>;
@@ -82,11 +82,21 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   const notFound = (what: string, id: string) =>
     new ApiError('SCHED_E_NOT_FOUND', `no ${what} ${id} in this tenant`);
   const rowOf = async (table: 'job' | 'schedule', id: string) => {
-    const { rows } = await deps.pool.query<{ tenant_id: string; state: string }>(
-      `SELECT tenant_id, state FROM ${table} WHERE ${table}_id = $1`,
+    const { rows } = await deps.pool.query<{ tenant_id: string; state: string; version: number }>(
+      `SELECT tenant_id, state, version FROM ${table} WHERE ${table}_id = $1`,
       [id],
     );
     return rows[0];
+  };
+  // Tenants known to exist, for a few seconds (a tenant is added, not removed, under a running API).
+  const tenantsSeen = new Map<string, number>();
+  const knownTenant = async (tenantId: string): Promise<boolean> => {
+    const at = tenantsSeen.get(tenantId);
+    if (at !== undefined && Date.now() - at < 5_000) return true;
+    const { rowCount } = await deps.pool.query('SELECT 1 FROM tenant WHERE tenant_id = $1', [tenantId]);
+    if (rowCount === 0) return false;
+    tenantsSeen.set(tenantId, Date.now());
+    return true;
   };
   const ctx: ApiContext = {
     ...deps,
@@ -104,7 +114,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     async ownJob(caller, jobId, route) {
       const row = await rowOf('job', jobId);
       const owner = row?.tenant_id;
-      if (row && owner === caller.tenantId) return { state: row.state };
+      if (row && owner === caller.tenantId) return { state: row.state, version: row.version };
       if (owner !== undefined)
         refuse(
           'other_tenant',
@@ -134,6 +144,13 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       };
     },
     async send(commands) {
+      // Refused at the door, nothing sent: a tenant the scheduler would reject as UNKNOWN_TENANT.
+      for (const t of new Set(commands.map((c) => c.tenantId)))
+        if (!(await knownTenant(t)))
+          throw new ApiError(
+            'SCHED_E_UNKNOWN_TENANT',
+            `tenant ${t} is not known to the platform (no row in its tenant table): nothing was sent`,
+          );
       await deps.producer.send(
         deps.commandsTopic,
         commands.map((c) => {

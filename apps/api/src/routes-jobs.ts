@@ -135,7 +135,17 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (req, reply) => {
       const caller = ctx.caller(req);
       const dueAtMs = parseInstant('dueAt', req.body.dueAt);
-      const { state } = await ctx.ownJob(caller, req.params.jobId, 'POST /v1/jobs/:jobId/reschedule');
+      const { state, version } = await ctx.ownJob(
+        caller,
+        req.params.jobId,
+        'POST /v1/jobs/:jobId/reschedule',
+      );
+      const expected = req.body.expectedVersion;
+      if (expected !== undefined && expected !== version)
+        throw new ApiError(
+          'SCHED_E_VERSION_CONFLICT',
+          `job ${req.params.jobId} is at version ${version}, not ${expected}: nothing was sent`,
+        );
       if (state === 'RUNNING')
         throw new ApiError(
           'SCHED_E_JOB_RUNNING',
