@@ -35,6 +35,8 @@ export interface AdmissionDeps {
   log: Logger;
   /** Fleet-wide high water mark per queue (0: admission control off). */
   maxUnstarted: number;
+  /** The most jobs one claim takes (a room at least this large cannot bind). */
+  claimBatchSize: number;
   /** The owned partitions now, and the command topic's partition count. */
   owned(): number[];
   totalPartitions(): number;
@@ -70,11 +72,17 @@ export class Admission {
     return Math.max(0, this.high - (this.counts.get(queue) ?? 0) - (this.claimedSince.get(queue) ?? 0));
   }
 
-  /** The limits of the next claim: the room of every queue known, the full room for the others. */
+  /**
+   * The limits of the next claim: the room of every queue known, the full room for the others;
+   * none at all while no room is smaller than a claim can take (the claim then needs no window).
+   */
   limits(): ClaimAdmission {
     if (!this.on) return NO_ADMISSION;
     const queues = [...new Set([...this.counts.keys(), ...this.claimedSince.keys(), ...this.paused])];
-    return { queues, rooms: queues.map((q) => this.roomFor(q)), otherRoom: this.high };
+    const rooms = queues.map((q) => this.roomFor(q));
+    const most = this.d.claimBatchSize;
+    if (this.high >= most && rooms.every((r) => r >= most)) return NO_ADMISSION;
+    return { queues, rooms, otherRoom: this.high };
   }
 
   /** The queues with no room at all (the catch-up does not plan their jobs). */

@@ -129,6 +129,7 @@ export class Scheduler {
       metrics: d.metrics,
       log: d.log,
       maxUnstarted: d.config.queueMaxUnstarted,
+      claimBatchSize: d.config.claimBatchSize,
       owned: () =>
         this.owner
           .all()

@@ -108,7 +108,7 @@ export async function jobClaimDue(
  * `returning`): shared by the claim that hands the rows back and the one that writes their outbox
  * rows itself. `$1`/`$2` the owned (partition, epoch) pairs, `$3` the job ids, `$4` the lease ms.
  */
-const claimAcrossCtes = (returning: string, capsParam: number) => `owners AS (
+const claimAcrossCtes = (returning: string, capsParam: number | null) => `owners AS (
     SELECT po.partition, po.epoch FROM partition_owner po
     JOIN unnest($1::int[], $2::bigint[]) AS o(p, e) ON po.partition = o.p AND po.epoch = o.e
     FOR KEY SHARE OF po),
@@ -136,13 +136,17 @@ const claimAcrossCtes = (returning: string, capsParam: number) => `owners AS (
     WHERE j.state = 'SCHEDULED' AND j.due_at <= now() AND (j.expires_at IS NULL OR j.expires_at > now())),
   -- Admission control: at most a queue's room (the caller's per-queue limits, a default for the
   -- rest, none when NULL) of its due jobs, oldest first; the rest wait as due backlog for the
-  -- catch-up once the queue has room again.
-  admitted AS (
+  -- catch-up once the queue has room again. Without limits (none could bind a round), no window.
+  admitted AS (${
+    capsParam === null
+      ? `SELECT job_id, partition FROM target`
+      : `
     SELECT d.job_id, d.partition FROM (
       SELECT d.*, row_number() OVER (PARTITION BY d.queue ORDER BY d.due_at) AS nth FROM target d) d
     -- The queue's room by its position in the list (an expression: no join for the planner to pick).
     WHERE d.nth <= coalesce(($${capsParam + 1}::int[])[array_position($${capsParam}::text[], d.queue)],
-                            $${capsParam + 2}::int, d.nth)),
+                            $${capsParam + 2}::int, d.nth)`
+  }),
   -- One index scan for the whole list, joined to nothing. Joined to target per row, each row's
   -- rescan re-sorted the whole id array (quadratic: 140 ms for 1,640 jobs in a burst); joined to
   -- owners, the plan scanned the whole list once per owned partition (12 scans of 2,000 ids, 22,000
@@ -174,12 +178,13 @@ export async function jobClaimDueAcross(
   current: Set<number>;
   claimed: (ClaimedJob & { partition: number; epoch: number })[];
 }> {
+  const capped = isCapped(admission);
   const { rows } = await client.query<
     Partial<ClaimRow> & { now_ms: number; current: number[]; partition: number | null; epoch: number | null }
   >(
     batchStatement(
-      'job_claim_due_across',
-      `WITH ${claimAcrossCtes(`${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch`, 5)}
+      capped ? 'job_claim_due_across_capped' : 'job_claim_due_across',
+      `WITH ${claimAcrossCtes(`${CLAIM_RETURNING}, j.partition, j.claim_epoch AS epoch`, capped ? 5 : null)}
      SELECT m.now_ms, m.current, c.*
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
      LEFT JOIN claimed c ON true`,
@@ -188,9 +193,7 @@ export async function jobClaimDueAcross(
         owned.map((o) => o.epoch),
         jobIds,
         dispatchLeaseMs,
-        [...admission.queues],
-        [...admission.rooms],
-        admission.otherRoom,
+        ...(capped ? [[...admission.queues], [...admission.rooms], admission.otherRoom] : []),
       ],
       jobIds.length,
     ),
@@ -225,12 +228,13 @@ export async function jobClaimDueDispatch(
   /** How many jobs of each queue the claim may take (admission control); default: any. */
   admission: ClaimAdmission = NO_ADMISSION,
 ): Promise<{ nowMs: number; current: Set<number>; claimed: DispatchedJob[] }> {
+  const capped = isCapped(admission);
   const { rows } = await client.query<
     { now_ms: number; current: number[] } & ({ job_id: null } | DispatchedRow)
   >(
     batchStatement(
-      'job_claim_due_dispatch',
-      `WITH ${claimAcrossCtes(`RETURNING ${DISPATCH_SOURCE_COLUMNS}`, 6)},
+      capped ? 'job_claim_due_dispatch_capped' : 'job_claim_due_dispatch',
+      `WITH ${claimAcrossCtes(`RETURNING ${DISPATCH_SOURCE_COLUMNS}`, capped ? 6 : null)},
      ${dispatchRecordCtes('claimed', '$5')}
      SELECT m.now_ms, m.current, ${DISPATCHED_COLUMNS}
      FROM (SELECT ${MS_OF('now()')} AS now_ms, ARRAY(SELECT partition FROM owners) AS current) m
@@ -241,9 +245,7 @@ export async function jobClaimDueDispatch(
         jobIds,
         dispatchLeaseMs,
         dispatchHeader,
-        [...admission.queues],
-        [...admission.rooms],
-        admission.otherRoom,
+        ...(capped ? [[...admission.queues], [...admission.rooms], admission.otherRoom] : []),
       ],
       jobIds.length,
     ),
@@ -265,6 +267,8 @@ export interface ClaimAdmission {
 }
 
 export const NO_ADMISSION: ClaimAdmission = { queues: [], rooms: [], otherRoom: null };
+
+const isCapped = (a: ClaimAdmission): boolean => a.queues.length > 0 || a.otherRoom !== null;
 
 /** A partition and the epoch its owner holds. */
 export interface OwnedPartition {
