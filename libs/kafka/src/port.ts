@@ -1,6 +1,6 @@
 /**
  * Our own small view of Kafka. Everything above this line speaks these types; the kafkajs
- * adapter (`kafkajs-adapter.ts`, with `kafkajs-sticky-assigner.ts`) is the only code that knows
+ * adapter (`kafkajs-adapter.ts`, with `kafkajs-producer.ts` and `kafkajs-sticky-assigner.ts`) is the only code that knows
  * kafkajs exists, so the client can be swapped (kafkajs is unmaintained upstream) by writing one
  * new adapter. Group members are assigned partitions stickily (`sticky-assignment.ts`).
  */
