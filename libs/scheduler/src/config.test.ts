@@ -75,3 +75,27 @@ describe('schedulerConfig: observeDispatchEveryMs', () => {
       );
   });
 });
+
+describe('schedulerConfig: the takeover hold, the reaper budgets and admission control', () => {
+  it('has the documented defaults and refuses values out of range, naming them', () => {
+    const c = schedulerConfig({ ownerId: 'o' });
+    expect(c.takeoverMaxHoldMs).toBe(120_000);
+    expect(c.defaultMaxAttempts).toBe(5);
+    expect(c.maxUnstartedDispatches).toBe(20);
+    expect(c.queueMaxUnstarted).toBe(50_000);
+    expect(c.admissionEveryMs).toBe(1_000);
+    expect(schedulerConfig({ ownerId: 'o', takeoverMaxHoldMs: 0, queueMaxUnstarted: 0 })).toMatchObject({
+      takeoverMaxHoldMs: 0,
+      queueMaxUnstarted: 0,
+    });
+    const bad: [string, number, RegExp][] = [
+      ['takeoverMaxHoldMs', -1, /takeoverMaxHoldMs/],
+      ['defaultMaxAttempts', 0, /SCHED_DEFAULT_MAX_ATTEMPTS/],
+      ['maxUnstartedDispatches', 0, /SCHED_MAX_UNSTARTED_DISPATCHES/],
+      ['queueMaxUnstarted', -5, /SCHED_QUEUE_MAX_UNSTARTED/],
+      ['admissionEveryMs', 0, /SCHED_ADMISSION_EVERY_MS/],
+    ];
+    for (const [key, value, named] of bad)
+      expect(() => schedulerConfig({ ownerId: 'o', [key]: value })).toThrow(named);
+  });
+});
