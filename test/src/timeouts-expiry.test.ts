@@ -123,3 +123,44 @@ describe('execution timeout, expiry and a reschedule of a running job, on the re
     );
   });
 });
+
+describe('a handler that ignores its execution timeout does not keep its slot', () => {
+  let s: Scenario;
+  beforeAll(async () => {
+    s = await Scenario.create('abandon', 1);
+    await s.startScheduler();
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('a worker of concurrency 1 runs the next job while the stubborn handler is still running', async () => {
+    const worker = await s.startWorker({
+      SCHED_WORKER_CONCURRENCY: '1',
+      SCHED_WORKER_ABANDON_AFTER_TIMEOUT_MS: '1000',
+    });
+    const tag = `a${Date.now()}`;
+    const due = Date.now() + 500;
+    await s.producer.send([
+      createJob(`${tag}-stubborn`, s.queue, due, {
+        payload: Buffer.from(JSON.stringify({ ignoreAbortMs: 20_000 })),
+        executionTimeoutMs: 1_500,
+        maxAttempts: 1,
+      }),
+      createJob(`${tag}-next`, s.queue, due + 200),
+    ]);
+    const t0 = Date.now();
+    await until('the next job ran', 15_000, async () => {
+      const { rows } = await s.db.pool.query('SELECT state FROM job WHERE job_id = $1', [`${tag}-next`]);
+      return rows[0]?.state === 'SUCCEEDED';
+    });
+    const tookMs = Date.now() - t0;
+    // The stubborn handler runs 20 s: the next job did not wait for it.
+    expect(tookMs).toBeLessThan(15_000);
+    expect(await worker.metric('sched_worker_handlers_abandoned_total')).toBe(1);
+    expect(await worker.metric('sched_worker_handlers_abandoned_running')).toBe(1);
+    console.log(
+      `concurrency 1, handler ignoring a 1.5 s timeout (runs 20 s): the next job succeeded ${tookMs} ms after create`,
+    );
+  });
+});

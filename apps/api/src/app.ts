@@ -6,6 +6,7 @@ import type { MessageProducer } from '@sched/kafka';
 import { LogThrottle, type Logger } from '@sched/logging';
 import type { PayloadValidator } from '@sched/dead-letters';
 import { counter, type Registry } from '@sched/metrics';
+import { bucketSize, tenantCommandTake, tenantGet, tenantPendingCounts, type TenantRow } from '@sched/store';
 import { callerOfKey, digestOf } from './api-keys.js';
 import { ApiError, toHttp } from './errors.js';
 import { registerJobRoutes } from './routes-jobs.js';
@@ -13,6 +14,12 @@ import { registerScheduleRoutes } from './routes-schedules.js';
 import { registerDlqRoutes } from './routes-dlq.js';
 import { registerPartitionRoutes } from './routes-partitions.js';
 import { registerQueueRoutes } from './routes-queues.js';
+import { registerAdminRoutes } from './routes-admin.js';
+
+const TENANT_CACHE_MS = 1_000;
+const PENDING_CACHE_MS = 1_000;
+/** A pending cap frees up as jobs finish: no time can be computed, a few seconds are suggested. */
+const PENDING_RETRY_AFTER_MS = 5_000;
 
 export interface ApiCaller {
   id: string;
@@ -69,7 +76,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     ? counter(
         deps.metrics,
         'sched_api_refusals_total',
-        'requests refused: unauthenticated (no or unknown key), other_tenant (a job or schedule of another tenant, answered 404 as an unknown id)',
+        'requests refused: unauthenticated (no or unknown key), other_tenant (a job or schedule of another tenant, answered 404 as an unknown id), forbidden (a permission missing), quota_pending and rate_limited (429)',
         ['reason'],
       )
     : undefined;
@@ -88,15 +95,76 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     );
     return rows[0];
   };
-  // Tenants known to exist, for a few seconds (a tenant is added, not removed, under a running API).
-  const tenantsSeen = new Map<string, number>();
-  const knownTenant = async (tenantId: string): Promise<boolean> => {
-    const at = tenantsSeen.get(tenantId);
-    if (at !== undefined && Date.now() - at < 5_000) return true;
-    const { rowCount } = await deps.pool.query('SELECT 1 FROM tenant WHERE tenant_id = $1', [tenantId]);
-    if (rowCount === 0) return false;
-    tenantsSeen.set(tenantId, Date.now());
-    return true;
+  // Tenants (and their quotas) for a second: a tenant created or given quotas by an admin is seen
+  // by every API instance within that.
+  const tenantsSeen = new Map<string, { at: number; row: TenantRow | undefined }>();
+  const tenantOf = async (tenantId: string): Promise<TenantRow | undefined> => {
+    const seen = tenantsSeen.get(tenantId);
+    if (seen !== undefined && Date.now() - seen.at < TENANT_CACHE_MS) return seen.row;
+    const row = await tenantGet(deps.pool, tenantId);
+    // Only a tenant found is remembered: one created a moment ago is seen at once.
+    if (row) tenantsSeen.set(tenantId, { at: Date.now(), row });
+    return row;
+  };
+  // A capped tenant's pending count, for a second (the scheduler's count is the authority).
+  const pendingSeen = new Map<string, { at: number; n: number }>();
+  const pendingOf = async (tenantId: string): Promise<number> => {
+    const seen = pendingSeen.get(tenantId);
+    if (seen !== undefined && Date.now() - seen.at < PENDING_CACHE_MS) return seen.n;
+    const n = (await tenantPendingCounts(deps.pool, [tenantId])).get(tenantId) ?? 0;
+    pendingSeen.set(tenantId, { at: Date.now(), n });
+    return n;
+  };
+  /** Refused at the door, nothing sent: an unknown tenant, a pending cap reached, the command rate. */
+  const admit = async (caller: string, tenantId: string, commands: CommandInput[]): Promise<void> => {
+    const tenant = await tenantOf(tenantId);
+    if (!tenant)
+      throw new ApiError(
+        'SCHED_E_UNKNOWN_TENANT',
+        `tenant ${tenantId} is not known to the platform (create it with PUT /v1/tenants/${tenantId}): nothing was sent`,
+      );
+    const creates = commands.filter((c) => c.body.kind === 'CreateJob').length;
+    if (tenant.maxPendingJobs !== null && creates > 0) {
+      const pending = await pendingOf(tenantId);
+      if (pending + creates > tenant.maxPendingJobs) {
+        refuse('quota_pending', { caller, tenant: tenantId, pending, creates }, 'pending-jobs quota reached');
+        throw new ApiError(
+          'SCHED_E_QUOTA_EXCEEDED',
+          `tenant ${tenantId} has ${pending} pending jobs of its quota of ${tenant.maxPendingJobs}; ` +
+            `${creates} more would exceed it: nothing was sent`,
+          true,
+          PENDING_RETRY_AFTER_MS,
+        );
+      }
+    }
+    if (tenant.commandsPerSecond !== null) {
+      const burst = bucketSize(tenant.commandsPerSecond, tenant.commandBurst);
+      if (commands.length > burst)
+        throw new ApiError(
+          'SCHED_E_VALIDATION',
+          `a request of ${commands.length} commands is larger than tenant ${tenantId}'s command burst of ${burst}: split it`,
+        );
+      const took = await tenantCommandTake(
+        deps.pool,
+        tenantId,
+        commands.length,
+        tenant.commandsPerSecond,
+        burst,
+      );
+      if (!took.ok) {
+        refuse(
+          'rate_limited',
+          { caller, tenant: tenantId, commands: commands.length },
+          'command rate quota reached',
+        );
+        throw new ApiError(
+          'SCHED_E_RATE_LIMITED',
+          `tenant ${tenantId} is over its command rate of ${tenant.commandsPerSecond}/s: nothing was sent`,
+          true,
+          took.retryAfterMs,
+        );
+      }
+    }
   };
   const ctx: ApiContext = {
     ...deps,
@@ -144,13 +212,12 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       };
     },
     async send(commands) {
-      // Refused at the door, nothing sent: a tenant the scheduler would reject as UNKNOWN_TENANT.
       for (const t of new Set(commands.map((c) => c.tenantId)))
-        if (!(await knownTenant(t)))
-          throw new ApiError(
-            'SCHED_E_UNKNOWN_TENANT',
-            `tenant ${t} is not known to the platform (no row in its tenant table): nothing was sent`,
-          );
+        await admit(
+          commands.find((c) => c.tenantId === t)?.callerId ?? 'unknown',
+          t,
+          commands.filter((c) => c.tenantId === t),
+        );
       await deps.producer.send(
         deps.commandsTopic,
         commands.map((c) => {
@@ -163,6 +230,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
 
   app.setErrorHandler((err, _req, reply) => {
     const { status, body } = toHttp(err);
+    if (err instanceof ApiError && err.retryAfterMs !== undefined)
+      void reply.header('retry-after', String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))));
     if (status >= 500) deps.log?.error({ err }, 'request failed');
     void reply.status(status).send(body);
   });
@@ -177,6 +246,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   registerDlqRoutes(app, ctx);
   registerQueueRoutes(app, ctx);
   registerPartitionRoutes(app, ctx);
+  registerAdminRoutes(app, ctx);
   return app;
 }
 

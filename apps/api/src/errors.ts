@@ -17,6 +17,8 @@ export const HTTP_STATUS: Record<string, number> = {
   SCHED_E_NOT_FOUND: 404,
   SCHED_E_JOB_RUNNING: 409,
   SCHED_E_VERSION_CONFLICT: 409,
+  SCHED_E_QUOTA_EXCEEDED: 429,
+  SCHED_E_RATE_LIMITED: 429,
   SCHED_E_REGISTRY_UNAVAILABLE: 503,
 };
 
@@ -25,6 +27,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly retriable = false,
+    /** Sent as `Retry-After` (seconds, rounded up). */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'ApiError';

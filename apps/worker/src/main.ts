@@ -34,6 +34,7 @@ const config = workerConfig({
     livenessTtlMs: { env: 'SCHED_WORKER_LIVENESS_TTL_MS', kind: 'int' },
     livenessEveryMs: { env: 'SCHED_WORKER_LIVENESS_EVERY_MS', kind: 'int' },
     executionTimeoutMs: { env: 'SCHED_EXECUTION_TIMEOUT_MS', kind: 'int' },
+    abandonAfterTimeoutMs: { env: 'SCHED_WORKER_ABANDON_AFTER_TIMEOUT_MS', kind: 'int' },
     concurrency: { env: 'SCHED_WORKER_CONCURRENCY', kind: 'int' },
     dbBatchMax: { env: 'SCHED_WORKER_DB_BATCH_MAX', kind: 'int' },
     completionLingerMs: { env: 'SCHED_WORKER_COMPLETION_LINGER_MS', kind: 'int' },

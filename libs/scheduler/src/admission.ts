@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from '@sched/logging';
-import { NO_ADMISSION, queueUnstarted, type ClaimAdmission } from '@sched/store';
+import { NO_ADMISSION, queueDispatchRates, queueUnstarted, type ClaimAdmission } from '@sched/store';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
 /**
@@ -40,6 +40,61 @@ export interface AdmissionDeps {
   /** The owned partitions now, and the command topic's partition count. */
   owned(): number[];
   totalPartitions(): number;
+  /**
+   * What a dispatch-rate bucket holds, in ms of the rate: jobs the rate left waiting are claimed by
+   * the catch-up, which runs every reconcile period, so a bucket holding less than one period would
+   * dispatch below the rate. Default 1 s.
+   */
+  rateBurstMs?: number;
+  /** Clock for the dispatch-rate buckets (tests). */
+  now?: () => number;
+}
+
+/**
+ * A queue's fleet-wide dispatch rate, this process's share of it: a token bucket refilled at
+ * `rate` x owned / all partitions a second, holding at most `burstMs` of that share (at least one
+ * job). Pure but for the clock it is given.
+ */
+export class RateShare {
+  private tokens: number;
+  private at: number;
+
+  constructor(
+    private perSecond: number,
+    now: number,
+    private readonly burstMs = 1_000,
+  ) {
+    this.tokens = this.size;
+    this.at = now;
+  }
+
+  private get size(): number {
+    return Math.max(1, (this.perSecond * this.burstMs) / 1000);
+  }
+
+  /** A new share (the rate or the owned partitions changed): the tokens held stay, up to the new size. */
+  reshare(perSecond: number, now: number): void {
+    this.refill(now);
+    this.perSecond = perSecond;
+    this.tokens = Math.min(this.tokens, this.size);
+  }
+
+  private refill(now: number): void {
+    if (now > this.at)
+      this.tokens = Math.min(this.size, this.tokens + ((now - this.at) / 1000) * this.perSecond);
+    this.at = Math.max(this.at, now);
+  }
+
+  /** Whole jobs that may be dispatched now. */
+  room(now: number): number {
+    this.refill(now);
+    return Math.max(0, Math.floor(this.tokens));
+  }
+
+  take(n: number, now: number): void {
+    this.refill(now);
+    this.tokens -= n;
+  }
 }
 
 /**
@@ -50,6 +105,10 @@ export interface AdmissionDeps {
  * down to half of it. Its due jobs wait SCHEDULED (due backlog, in the overdue gauges) instead of
  * piling onto the dispatch topic, where a backlog older than the dispatch lease would be
  * dispatched a second time; the catch-up drains them once the queue has room.
+ *
+ * A queue's dispatch rate (`queue.max_dispatch_per_second`, fleet-wide, read every pass) bounds the
+ * room too: each process takes at most its share by owned partitions, so the fleet dispatches the
+ * queue at most at the rate (plus a burst of `rateBurstMs` of it) whatever the number of schedulers.
  */
 export class Admission {
   private paused = new Set<string>();
@@ -58,18 +117,34 @@ export class Admission {
   private claimedSince = new Map<string, number>();
   private high = 0;
   private readonly seen = new Set<string>();
+  /** Queues with a dispatch rate (`queue.max_dispatch_per_second`): this process's share of each. */
+  private rates = new Map<string, RateShare>();
+  private readonly now: () => number;
 
-  constructor(private readonly d: AdmissionDeps) {}
+  constructor(private readonly d: AdmissionDeps) {
+    this.now = d.now ?? Date.now;
+  }
 
-  private get on(): boolean {
+  /** By depth (the high water mark). */
+  private get depthOn(): boolean {
     return this.d.maxUnstarted > 0 && this.high > 0;
   }
 
-  /** How many jobs of a queue a claim may take now (Infinity: admission control off). */
+  private get on(): boolean {
+    return this.depthOn || this.rates.size > 0;
+  }
+
+  /** How many jobs of a queue a claim may take now (Infinity: neither limit applies to it). */
   roomFor(queue: string): number {
-    if (!this.on) return Infinity;
+    const rate = this.rates.get(queue);
+    const byRate = rate ? rate.room(this.now()) : Infinity;
+    if (!this.depthOn) return byRate;
     if (this.paused.has(queue)) return 0;
-    return Math.max(0, this.high - (this.counts.get(queue) ?? 0) - (this.claimedSince.get(queue) ?? 0));
+    const byDepth = Math.max(
+      0,
+      this.high - (this.counts.get(queue) ?? 0) - (this.claimedSince.get(queue) ?? 0),
+    );
+    return Math.min(byDepth, byRate);
   }
 
   /**
@@ -78,11 +153,14 @@ export class Admission {
    */
   limits(): ClaimAdmission {
     if (!this.on) return NO_ADMISSION;
-    const queues = [...new Set([...this.counts.keys(), ...this.claimedSince.keys(), ...this.paused])];
-    const rooms = queues.map((q) => this.roomFor(q));
+    const queues = [
+      ...new Set([...this.counts.keys(), ...this.claimedSince.keys(), ...this.paused, ...this.rates.keys()]),
+    ];
     const most = this.d.claimBatchSize;
-    if (this.high >= most && rooms.every((r) => r >= most)) return NO_ADMISSION;
-    return { queues, rooms, otherRoom: this.high };
+    const rooms = queues.map((q) => Math.min(most, this.roomFor(q)));
+    const otherRoom = this.depthOn ? this.high : most;
+    if (otherRoom >= most && rooms.every((r) => r >= most)) return NO_ADMISSION;
+    return { queues, rooms, otherRoom };
   }
 
   /** The queues with no room at all (the catch-up does not plan their jobs). */
@@ -95,10 +173,29 @@ export class Admission {
   /** Jobs a claim (or a create) dispatched: they take room until the next count. */
   onClaimed(jobs: readonly { queue: string }[]): void {
     if (!this.on) return;
-    for (const j of jobs) this.claimedSince.set(j.queue, (this.claimedSince.get(j.queue) ?? 0) + 1);
+    const now = this.now();
+    for (const j of jobs) {
+      this.claimedSince.set(j.queue, (this.claimedSince.get(j.queue) ?? 0) + 1);
+      this.rates.get(j.queue)?.take(1, now);
+    }
+  }
+
+  /** Reads the queues' dispatch rates and this process's share of each (its owned partitions). */
+  async readRates(): Promise<void> {
+    const rates = await queueDispatchRates(this.d.pool);
+    const share = this.d.owned().length / Math.max(1, this.d.totalPartitions());
+    const now = this.now();
+    const next = new Map<string, RateShare>();
+    for (const [queue, rate] of rates) {
+      const held = this.rates.get(queue);
+      if (held) held.reshare(rate * share, now);
+      next.set(queue, held ?? new RateShare(rate * share, now, this.d.rateBurstMs));
+    }
+    this.rates = next;
   }
 
   async once(): Promise<void> {
+    await this.readRates();
     if (this.d.maxUnstarted <= 0) return;
     const owned = this.d.owned();
     const total = Math.max(1, this.d.totalPartitions());

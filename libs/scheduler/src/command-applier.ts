@@ -41,6 +41,7 @@ import type { PartitionRuntime } from './partition-runtime.js';
 import { dispatchOutboxRow } from './claimer.js';
 import { scheduleEntryId, type ScheduleGenerator } from './schedule-generator.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
+import type { PendingCaps } from './tenant-quotas.js';
 import { RejectionPublisher, type Rejected } from './rejection-publisher.js';
 import { jobEventRow } from './job-events.js';
 
@@ -68,7 +69,18 @@ export interface ApplierDeps {
   onDispatched(jobs: readonly ClaimedJob[], partition: number): void;
   /** Tenant and priority tags for the due-time index (fair firing in a burst). */
   fireTags: FireTags;
+  /** The tenants' pending caps (none: no create is refused for a quota). */
+  pendingCaps?: Pick<PendingCaps, 'admit' | 'settle' | 'capOf'>;
 }
+
+const UNKNOWN_NAME: ReadonlySet<RejectReason> = new Set([
+  RejectReason.UNKNOWN_TENANT,
+  RejectReason.UNKNOWN_QUEUE,
+]);
+
+const capWhy = (tenantId: string, cap: number | undefined): string =>
+  `tenant "${tenantId}" is at its quota of ${cap ?? '?'} pending jobs (tenant.max_pending_jobs): ` +
+  'nothing was created; retry once some of its jobs have finished, or raise the quota';
 
 /**
  * Applies one fetched batch of one partition: decode → validate → one fenced transaction for
@@ -97,7 +109,15 @@ export class CommandApplier {
         if (!msg.value)
           throw new CommandRejection(RejectReason.UNDECODABLE, 'empty message value (tombstone)');
         const cmd = await this.d.codec.decodeCommand(msg.value);
-        validateCommand(cmd, msg.key, nowMs, this.d.limits, this.d.names);
+        try {
+          validateCommand(cmd, msg.key, nowMs, this.d.limits, this.d.names);
+        } catch (err) {
+          // A tenant or queue not seen yet may have been created a moment ago: read them again.
+          if (!(err instanceof CommandRejection) || !UNKNOWN_NAME.has(err.reason) || !this.d.names.refresh)
+            throw err;
+          await this.d.names.refresh();
+          validateCommand(cmd, msg.key, nowMs, this.d.limits, this.d.names);
+        }
         if (cmd.kind === 'Other') {
           throw new CommandRejection(
             RejectReason.UNSUPPORTED_COMMAND,
@@ -122,28 +142,38 @@ export class CommandApplier {
       accepted = accepted.filter((c) => !out.has(c));
     };
     refuse(await this.foreignTargets(accepted), RejectReason.TENANT_MISMATCH, tenantWhy);
-    const lastOffset = Number(fresh[fresh.length - 1]!.offset);
-    const published = new Set<Rejected>();
-    for (;;) {
-      // Rejections are published before the offset can advance: if publishing fails, nothing is
-      // committed and the batch comes again (a rejected record may then appear twice: at least
-      // once, never lost). Publishing after the commit would lose them, as a retry skips applied
-      // offsets.
-      const toPublish = rejected
-        .filter((r) => !published.has(r))
-        .sort((a, b) => Number(a.msg.offset) - Number(b.msg.offset));
-      if (toPublish.length > 0) await this.rejections.publish(rt, toPublish);
-      for (const r of toPublish) published.add(r);
-      try {
-        const applied = await this.applyTransaction(rt, accepted, lastOffset);
-        return this.afterCommit(rt, lastOffset, fresh, applied);
-      } catch (err) {
-        // Found by the statements themselves (the hot path pays no lookup): a create reusing the
-        // id of another tenant's job, a reschedule of a running job. Rolled back, refused, and the
-        // batch applied again without them.
-        if (!(err instanceof RefusedInBatch)) throw err;
-        refuse(err.commands, err.reason, err.why);
+    // Quotas: a create beyond its tenant's pending cap (fleet-wide; `PendingCaps`).
+    const caps = this.d.pendingCaps;
+    const { over, ticket } = caps ? caps.admit(accepted) : { over: [], ticket: new Map<string, number>() };
+    refuse(over, RejectReason.QUOTA_EXCEEDED, (c) => capWhy(c.tenantId, caps?.capOf(c.tenantId)));
+    let committed = false;
+    try {
+      const lastOffset = Number(fresh[fresh.length - 1]!.offset);
+      const published = new Set<Rejected>();
+      for (;;) {
+        // Rejections are published before the offset can advance: if publishing fails, nothing is
+        // committed and the batch comes again (a rejected record may then appear twice: at least
+        // once, never lost). Publishing after the commit would lose them, as a retry skips applied
+        // offsets.
+        const toPublish = rejected
+          .filter((r) => !published.has(r))
+          .sort((a, b) => Number(a.msg.offset) - Number(b.msg.offset));
+        if (toPublish.length > 0) await this.rejections.publish(rt, toPublish);
+        for (const r of toPublish) published.add(r);
+        try {
+          const applied = await this.applyTransaction(rt, accepted, lastOffset);
+          committed = true;
+          return this.afterCommit(rt, lastOffset, fresh, applied);
+        } catch (err) {
+          // Found by the statements themselves (the hot path pays no lookup): a create reusing the
+          // id of another tenant's job, a reschedule of a running job. Rolled back, refused, and the
+          // batch applied again without them.
+          if (!(err instanceof RefusedInBatch)) throw err;
+          refuse(err.commands, err.reason, err.why);
+        }
       }
+    } finally {
+      caps?.settle(ticket, committed);
     }
   }
 

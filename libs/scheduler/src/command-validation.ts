@@ -19,6 +19,11 @@ export interface ValidationLimits {
 export interface KnownNames {
   hasQueue(queue: string): boolean;
   hasTenant(tenant: string): boolean;
+  /**
+   * Reads the names again now (at most every few hundred ms): a command naming a tenant or queue
+   * not seen yet is checked again before it is rejected, so one created a moment ago is accepted.
+   */
+  refresh?(): Promise<void>;
 }
 
 const ID = /^[\x21-\x7e]{1,200}$/;

@@ -2,16 +2,21 @@ import type pg from 'pg';
 import type { KnownNames } from './command-validation.js';
 
 /**
- * Tenants and queues from Postgres, refreshed periodically so a queue registered by the API is
- * accepted within `refreshMs` without a restart.
+ * Tenants and queues from Postgres, refreshed periodically, and on demand (`refresh`, at most every
+ * `minRefreshMs`) when a command names one not seen yet: a tenant or queue created through the API
+ * (`PUT /v1/tenants/:id`, `PUT /v1/queues/:queue`) is accepted at once, without a restart.
  */
 export async function knownNamesFromDb(
   pool: pg.Pool,
   refreshMs = 5_000,
+  minRefreshMs = 200,
 ): Promise<KnownNames & { close(): void }> {
   let queues = new Set<string>();
   let tenants = new Set<string>();
+  let loadedAt = 0;
+  let loading: Promise<void> | null = null;
   const load = async () => {
+    loadedAt = Date.now();
     const q = await pool.query<{ queue: string }>('SELECT queue FROM queue');
     const t = await pool.query<{ tenant_id: string }>('SELECT tenant_id FROM tenant');
     queues = new Set(q.rows.map((r) => r.queue));
@@ -23,6 +28,11 @@ export async function knownNamesFromDb(
   return {
     hasQueue: (q) => queues.has(q),
     hasTenant: (t) => tenants.has(t),
+    refresh: async () => {
+      if (Date.now() - loadedAt < minRefreshMs) return loading ?? undefined;
+      loading = load().finally(() => (loading = null));
+      return loading;
+    },
     close: () => clearInterval(timer),
   };
 }

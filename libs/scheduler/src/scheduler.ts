@@ -34,6 +34,7 @@ import { FireTags } from './fair-ready.js';
 import { GoneWorkers } from './gone-workers.js';
 import { Reconciler } from './reconciler.js';
 import { Admission } from './admission.js';
+import { PendingCaps } from './tenant-quotas.js';
 import { jobEventRow } from './job-events.js';
 import { retentionSweep } from './retention-sweep.js';
 
@@ -75,6 +76,8 @@ export class Scheduler {
   private admin: KafkaAdminPort | null = null;
   private applier: CommandApplier | null = null;
   private readonly admission: Admission;
+  /** The tenants' pending caps, fleet-wide (`tenant.max_pending_jobs`). */
+  private readonly pendingCaps: PendingCaps;
   /** The command topic's partition count (read at start; admission shares are by it). */
   private topicPartitions = 1;
   private readonly claimer: Claimer;
@@ -124,18 +127,29 @@ export class Scheduler {
         return this.admin.endOffsets(d.config.commandsTopic);
       },
     });
-    this.admission = new Admission({
-      pool: d.pool,
-      metrics: d.metrics,
-      log: d.log,
-      maxUnstarted: d.config.queueMaxUnstarted,
-      claimBatchSize: d.config.claimBatchSize,
+    // Fleet-wide limits are shared by owned partitions out of the command topic's.
+    const shares = {
       owned: () =>
         this.owner
           .all()
           .filter((r) => !r.closed)
           .map((r) => r.partition),
       totalPartitions: () => this.topicPartitions,
+    };
+    this.admission = new Admission({
+      pool: d.pool,
+      metrics: d.metrics,
+      log: d.log,
+      maxUnstarted: d.config.queueMaxUnstarted,
+      claimBatchSize: d.config.claimBatchSize,
+      rateBurstMs: Math.max(1_000, d.config.reconcileEveryMs),
+      ...shares,
+    });
+    this.pendingCaps = new PendingCaps({
+      pool: d.pool,
+      log: d.log,
+      everyMs: d.config.admissionEveryMs,
+      ...shares,
     });
     this.reconciler = new Reconciler({
       pool: d.pool,
@@ -200,7 +214,12 @@ export class Scheduler {
         this.claimer.observe(jobs, 'create', partition);
       },
       fireTags: this.fireTags,
+      pendingCaps: this.pendingCaps,
     });
+    // Before the first batch: a capped tenant's creates are counted from the start.
+    await this.pendingCaps
+      .once()
+      .catch((err: unknown) => this.d.log.warn({ err }, 'pending caps not read yet (next pass)'));
     const sessionMs = await negotiatedSessionTimeout(
       this.d.kafka,
       c.sessionTimeoutMs,
@@ -244,6 +263,7 @@ export class Scheduler {
     this.every(c.reconcileEveryMs, () => this.reconcileOnce(), true);
     this.every(c.reapEveryMs, () => this.reapOnce());
     this.every(c.admissionEveryMs, () => this.admission.once());
+    this.every(c.admissionEveryMs, () => this.pendingCaps.once());
     this.every(c.horizonExtendEveryMs, () => this.extendHorizonOnce());
     this.every(c.pruneEveryMs, () => this.pruneOnce());
     this.every(c.generateEveryMs, () => this.generateOnce());

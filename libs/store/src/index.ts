@@ -83,3 +83,16 @@ export type {
   OverlapPolicy,
   ScheduleState,
 } from './schedule-store.js';
+export {
+  bucketSize,
+  queueDispatchRates,
+  queueList,
+  queuePut,
+  tenantCommandTake,
+  tenantGet,
+  tenantList,
+  tenantPendingCaps,
+  tenantPendingCounts,
+  tenantPut,
+} from './quotas.js';
+export type { QueueRow, TenantQuotas, TenantRow } from './quotas.js';

@@ -33,6 +33,14 @@ export interface WorkerOptions {
   /** Default ceiling on one execution, distinct from the lease (a job may override). */
   executionTimeoutMs: number;
   /**
+   * A handler still running this long after its execution timeout (it ignored `ctx.signal`) is
+   * abandoned: its execution slot is given back, its eventual result is ignored (the scheduler has
+   * taken the job back as TIMED_OUT), and it is counted in `sched_worker_handlers_abandoned_total`.
+   * At most `concurrency` abandoned handlers at a time: past that, one keeps its slot until it
+   * returns, so a worker never runs more than twice its concurrency. 0: never abandon.
+   */
+  abandonAfterTimeoutMs: number;
+  /**
    * Executions in flight in this process, across partitions and queues. A fetched batch is done
    * once its starts are durable, so long jobs hold slots, not partitions. A slot is taken before
    * the lease start is written, so this also bounds how many starts share a statement: with short
@@ -106,6 +114,7 @@ export const workerDefaults: WorkerOptions = {
   livenessTtlMs: 10_000,
   livenessEveryMs: 2_000,
   executionTimeoutMs: 15 * 60_000,
+  abandonAfterTimeoutMs: 10_000,
   concurrency: 1024,
   priorityWeights: [7, 2, 1],
   tenantConcurrency: 0,
@@ -126,6 +135,8 @@ export type WorkerConfig = Readonly<WorkerOptions>;
 export function workerConfig(options: Partial<WorkerOptions>): WorkerConfig {
   return buildConfig('worker', workerDefaults, options, (c, problem) => {
     requireNonEmpty(problem, 'workerId', c.workerId);
+    if (!Number.isSafeInteger(c.abandonAfterTimeoutMs) || c.abandonAfterTimeoutMs < 0)
+      problem('abandonAfterTimeoutMs must be an integer >= 0 (0: never abandon)');
     for (const k of [
       'leaseTtlMs',
       'heartbeatEveryMs',

@@ -29,6 +29,17 @@ export function createWorkerMetrics(workerId: string) {
       'executions that waited because their tenant held its cap of slots (tenantConcurrency)',
       ['tenant'],
     ),
+    abandoned: counter(
+      registry,
+      'sched_worker_handlers_abandoned_total',
+      'handlers still running abandonAfterTimeoutMs past their execution timeout: their slot was given back and their result ignored',
+      ['queue'],
+    ),
+    abandonedRunning: gauge(
+      registry,
+      'sched_worker_handlers_abandoned_running',
+      'abandoned handlers that have not returned yet',
+    ),
     rateLimited: counter(
       registry,
       'sched_worker_rate_limited_total',

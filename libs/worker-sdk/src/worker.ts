@@ -114,6 +114,8 @@ export class Worker {
   private readonly liveness: WorkerLiveness;
   /** Contexts of the executions whose handlers run now (aborted together if liveness lapses). */
   private readonly running = new Set<ExecutionContext>();
+  /** Handlers abandoned past their execution timeout that have not returned yet. */
+  private abandonedRunning = 0;
 
   constructor(private readonly d: WorkerDeps) {
     this.dedupe = new DedupeSet(d.config.dedupeCapacity);
@@ -414,13 +416,19 @@ export class Worker {
 
     let error: unknown = null;
     this.running.add(ctx);
-    try {
-      await entry.handler(rec, ctx);
-    } catch (err) {
-      error = err;
-    } finally {
-      this.running.delete(ctx);
-      ctx.settle();
+    const handling = (async () => {
+      try {
+        await entry.handler(rec, ctx);
+      } catch (err) {
+        error = err;
+      } finally {
+        this.running.delete(ctx);
+        ctx.settle();
+      }
+    })();
+    if (await this.abandoned(handling, rec, timeoutMs)) {
+      handlerDone();
+      return;
     }
     const reason = ctx.abortReason;
     const seconds = (Date.now() - startedAtMs) / 1000;
@@ -432,5 +440,50 @@ export class Worker {
     } finally {
       this.completing.release();
     }
+  }
+
+  /**
+   * Waits for the handler, or until `abandonAfterTimeoutMs` past its execution timeout: then, if
+   * fewer than `concurrency` handlers are abandoned already, it is abandoned (true: its slot goes
+   * back, no completion is recorded: its lease stopped being renewed at the timeout and the
+   * scheduler takes the job back as TIMED_OUT). Otherwise it keeps its slot until it returns.
+   */
+  private async abandoned(handling: Promise<void>, rec: DispatchRecord, timeoutMs: number): Promise<boolean> {
+    const grace = this.d.config.abandonAfterTimeoutMs;
+    if (grace === 0) {
+      await handling;
+      return false;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      handling.then(() => false),
+      new Promise<true>((resolve) => (timer = setTimeout(resolve, timeoutMs + grace, true))),
+    ]);
+    clearTimeout(timer);
+    if (!late) return false;
+    if (this.abandonedRunning >= this.d.config.concurrency) {
+      this.d.log.error(
+        { jobId: rec.jobId, queue: rec.queue, abandoned: this.abandonedRunning },
+        'a handler ignores its execution timeout and too many are abandoned already: it keeps its slot',
+      );
+      await handling;
+      return false;
+    }
+    this.abandonedRunning++;
+    this.d.metrics.abandoned.inc({ queue: rec.queue });
+    this.d.metrics.abandonedRunning.set(this.abandonedRunning);
+    this.d.log.warn(
+      { jobId: rec.jobId, queue: rec.queue, attempt: rec.attempt, timeoutMs, graceMs: grace },
+      'handler still running past its execution timeout (it ignores ctx.signal): abandoned, its slot given back',
+    );
+    void handling.finally(() => {
+      this.abandonedRunning--;
+      this.d.metrics.abandonedRunning.set(this.abandonedRunning);
+      this.d.log.info(
+        { jobId: rec.jobId, queue: rec.queue },
+        'an abandoned handler returned; its result is ignored',
+      );
+    });
+    return true;
   }
 }
