@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '@sched/api-app';
 import type { CommandRejected } from '@sched/contracts';
-import { registryPayloadValidator } from '@sched/dead-letters';
 import type { MessageProducer } from '@sched/kafka';
 import { cancelJob, Collector, contracts, createJob, kafka, sleep, until } from './support/kafka.js';
-import { endpoints } from './support/isolation.js';
+import { scenarioApi } from './support/api.js';
 import { Scenario } from './support/scenario.js';
 
 // Quotas the platform enforces, on the real stack: a tenant's pending-jobs cap on both paths (the
@@ -51,20 +49,13 @@ describe('quotas', () => {
     await s.startScheduler(env);
     await s.startScheduler(env);
     producer = await kafka().producer();
-    const deps = {
-      producer,
-      contracts: await contracts(),
-      pool: s.db.pool,
-      commandsTopic: s.commandsTopic,
-      callers: new Map([
-        ['key-admin', { id: 'root', tenantId: 'default', permissions: ['admin'] }],
-        ['key-q', { id: 'quinn', tenantId: 'tenant-q', permissions: [] }],
-        ['key-r', { id: 'rita', tenantId: 'tenant-r', permissions: [] }],
-      ]),
-      payloadValidator: registryPayloadValidator(s.db.pool, endpoints().registryUrl),
+    const callers = {
+      'key-admin': { id: 'root', tenantId: 'default', permissions: ['admin'] },
+      'key-q': { id: 'quinn', tenantId: 'tenant-q', permissions: [] },
+      'key-r': { id: 'rita', tenantId: 'tenant-r', permissions: [] },
     };
-    api1 = buildApp(deps);
-    api2 = buildApp(deps);
+    api1 = await scenarioApi(s, producer, callers);
+    api2 = await scenarioApi(s, producer, callers);
     rejected = await new Collector([s.rejectedTopic], false).start();
   });
   afterAll(async () => {

@@ -6,7 +6,14 @@ import type { MessageProducer } from '@sched/kafka';
 import { LogThrottle, type Logger } from '@sched/logging';
 import type { PayloadValidator } from '@sched/dead-letters';
 import { counter, type Registry } from '@sched/metrics';
-import { bucketSize, tenantCommandTake, tenantGet, tenantPendingCounts, type TenantRow } from '@sched/store';
+import {
+  bucketSize,
+  commandIssue,
+  tenantCommandTake,
+  tenantGet,
+  tenantPendingCounts,
+  type TenantRow,
+} from '@sched/store';
 import { callerOfKey, digestOf } from './api-keys.js';
 import { ApiError, toHttp } from './errors.js';
 import { registerJobRoutes } from './routes-jobs.js';
@@ -15,6 +22,7 @@ import { registerDlqRoutes } from './routes-dlq.js';
 import { registerPartitionRoutes } from './routes-partitions.js';
 import { registerQueueRoutes } from './routes-queues.js';
 import { registerAdminRoutes } from './routes-admin.js';
+import { registerCommandRoutes } from './routes-commands.js';
 
 const TENANT_CACHE_MS = 1_000;
 const PENDING_CACHE_MS = 1_000;
@@ -218,12 +226,30 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
           t,
           commands.filter((c) => c.tenantId === t),
         );
+      const entity = (c: CommandInput) => {
+        const v = c.body.value as { jobId?: string; scheduleId?: string };
+        return v.jobId ?? v.scheduleId ?? null;
+      };
       await deps.producer.send(
         deps.commandsTopic,
-        commands.map((c) => {
-          const v = c.body.value as { jobId?: string; scheduleId?: string };
-          return { key: v.jobId ?? v.scheduleId ?? null, value: deps.contracts.encodeCommand(c) };
-        }),
+        commands.map((c) => ({ key: entity(c), value: deps.contracts.encodeCommand(c) })),
+      );
+      // After Kafka's ack (a command that failed to send is never `pending`); the scheduler may
+      // decide on it first, which GET /v1/commands/:id answers from its own row either way.
+      await commandIssue(
+        deps.pool,
+        commands.map((c) => ({
+          commandId: c.commandId,
+          tenantId: c.tenantId,
+          kind: c.body.kind,
+          entityId: entity(c),
+          callerId: c.callerId ?? null,
+        })),
+      ).catch((err: unknown) =>
+        deps.log?.warn(
+          { err },
+          'commands sent but not recorded as issued: their status is unknown until decided',
+        ),
       );
     },
   };
@@ -247,6 +273,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   registerQueueRoutes(app, ctx);
   registerPartitionRoutes(app, ctx);
   registerAdminRoutes(app, ctx);
+  registerCommandRoutes(app, ctx);
   return app;
 }
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ApiCaller, ApiContext } from './app.js';
 import { parseInstant } from './app.js';
 import { ApiError } from './errors.js';
+import { commandStatusUrl } from './routes-commands.js';
 
 interface JobBody {
   jobId?: string;
@@ -77,9 +78,11 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
     await queues([req.body.queue ?? 'default']);
     const cmd = toCommand(caller, req.body);
     await ctx.send([cmd]);
-    return reply
-      .status(202)
-      .send({ jobId: (cmd.body.value as { jobId: string }).jobId, commandId: cmd.commandId });
+    return reply.status(202).send({
+      jobId: (cmd.body.value as { jobId: string }).jobId,
+      commandId: cmd.commandId,
+      statusUrl: commandStatusUrl(cmd.commandId),
+    });
   });
 
   app.post<{ Body: { jobs: JobBody[] } }>(
@@ -102,6 +105,7 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
         jobs: cmds.map((c) => ({
           jobId: (c.body.value as { jobId: string }).jobId,
           commandId: c.commandId,
+          statusUrl: commandStatusUrl(c.commandId),
         })),
       });
     },
@@ -115,7 +119,11 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
       value: { jobId: req.params.jobId, reason: null },
     });
     await ctx.send([cmd]);
-    return reply.status(202).send({ jobId: req.params.jobId, commandId: cmd.commandId });
+    return reply.status(202).send({
+      jobId: req.params.jobId,
+      commandId: cmd.commandId,
+      statusUrl: commandStatusUrl(cmd.commandId),
+    });
   });
 
   app.post<{ Params: { jobId: string }; Body: { dueAt: string | number; expectedVersion?: number } }>(
@@ -160,7 +168,11 @@ export function registerJobRoutes(app: FastifyInstance, ctx: ApiContext): void {
         },
       });
       await ctx.send([cmd]);
-      return reply.status(202).send({ jobId: req.params.jobId, commandId: cmd.commandId });
+      return reply.status(202).send({
+        jobId: req.params.jobId,
+        commandId: cmd.commandId,
+        statusUrl: commandStatusUrl(cmd.commandId),
+      });
     },
   );
 

@@ -5,6 +5,7 @@ import { occurrenceList } from '@sched/store';
 import type { ApiContext } from './app.js';
 import { parseInstant } from './app.js';
 import { ApiError } from './errors.js';
+import { commandStatusUrl } from './routes-commands.js';
 
 interface ScheduleBody {
   queue?: string;
@@ -87,6 +88,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
       return reply.status(202).send({
         scheduleId: req.params.scheduleId,
         commandId: cmd.commandId,
+        statusUrl: commandStatusUrl(cmd.commandId),
         next: preview(spec, ctx.now(), 5),
       });
     },
@@ -104,7 +106,11 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
         value: { scheduleId: req.params.scheduleId, reason: null },
       });
       await ctx.send([cmd]);
-      return reply.status(202).send({ scheduleId: req.params.scheduleId, commandId: cmd.commandId });
+      return reply.status(202).send({
+        scheduleId: req.params.scheduleId,
+        commandId: cmd.commandId,
+        statusUrl: commandStatusUrl(cmd.commandId),
+      });
     });
   }
 
@@ -116,7 +122,11 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
       value: { scheduleId: req.params.scheduleId, reason: null },
     });
     await ctx.send([cmd]);
-    return reply.status(202).send({ scheduleId: req.params.scheduleId, commandId: cmd.commandId });
+    return reply.status(202).send({
+      scheduleId: req.params.scheduleId,
+      commandId: cmd.commandId,
+      statusUrl: commandStatusUrl(cmd.commandId),
+    });
   });
 
   /** The occurrence ledger of a schedule, newest first, with counts per fate. */

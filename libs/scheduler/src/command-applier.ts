@@ -4,6 +4,7 @@ import type { Logger } from '@sched/logging';
 import type { InboundMessage, MessageProducer } from '@sched/kafka';
 import {
   commandMarkApplied,
+  commandRecordOutcomes,
   inTransaction,
   jobCancel,
   jobCreateDispatching,
@@ -13,6 +14,7 @@ import {
   scheduleSetState,
   scheduleUpsert,
   type ClaimedJob,
+  type CommandMark,
   type NewJob,
   type OutboxRow,
   type VersionedJob,
@@ -105,10 +107,11 @@ export class CommandApplier {
     const rejected: Rejected[] = [];
     const nowMs = Date.now();
     for (const msg of fresh) {
+      let cmd: SchedulerCommand | undefined;
       try {
         if (!msg.value)
           throw new CommandRejection(RejectReason.UNDECODABLE, 'empty message value (tombstone)');
-        const cmd = await this.d.codec.decodeCommand(msg.value);
+        cmd = await this.d.codec.decodeCommand(msg.value);
         try {
           validateCommand(cmd, msg.key, nowMs, this.d.limits, this.d.names);
         } catch (err) {
@@ -128,7 +131,7 @@ export class CommandApplier {
         sourceOf.set(cmd, msg);
       } catch (err) {
         if (!(err instanceof CommandRejection)) throw err;
-        rejected.push({ msg, reason: err.reason, message: err.message });
+        rejected.push({ msg, reason: err.reason, message: err.message, cmd });
       }
     }
     // Tenancy (invariant 9): a command acts on its own tenant's jobs and schedules only.
@@ -138,7 +141,7 @@ export class CommandApplier {
       why: (c: SchedulerCommand) => string,
     ) => {
       const out = new Set(cmds);
-      for (const c of out) rejected.push({ msg: sourceOf.get(c)!, reason, message: why(c) });
+      for (const c of out) rejected.push({ msg: sourceOf.get(c)!, reason, message: why(c), cmd: c });
       accepted = accepted.filter((c) => !out.has(c));
     };
     refuse(await this.foreignTargets(accepted), RejectReason.TENANT_MISMATCH, tenantWhy);
@@ -161,7 +164,7 @@ export class CommandApplier {
         if (toPublish.length > 0) await this.rejections.publish(rt, toPublish);
         for (const r of toPublish) published.add(r);
         try {
-          const applied = await this.applyTransaction(rt, accepted, lastOffset);
+          const applied = await this.applyTransaction(rt, accepted, lastOffset, rejected);
           committed = true;
           return this.afterCommit(rt, lastOffset, fresh, applied);
         } catch (err) {
@@ -234,34 +237,35 @@ export class CommandApplier {
     return foreign;
   }
 
-  private async applyTransaction(rt: PartitionRuntime, accepted: SchedulerCommand[], lastOffset: number) {
+  private async applyTransaction(
+    rt: PartitionRuntime,
+    accepted: SchedulerCommand[],
+    lastOffset: number,
+    rejected: readonly Rejected[],
+  ) {
     return inTransaction(this.d.pool, async (client) => {
       // Row-locks the ownership row for the whole transaction and checks the epoch.
       await partitionAdvanceOffset(client, rt.partition, rt.epoch, lastOffset);
-      // CreateJob is idempotent by job id (a second create of the same id is a no-op), so only
-      // the other commands need a commandId mark: one insert per job saved on the hot path.
-      const marked = accepted.filter((c) => c.kind !== 'CreateJob');
-      const firstTime = await commandMarkApplied(
-        client,
-        rt.partition,
-        rt.epoch,
-        marked.map((c) => c.commandId),
-      );
+      // Every command is marked by its id (idempotence, and its status: GET /v1/commands/:id).
+      const firstTime = await commandMarkApplied(client, rt.partition, rt.epoch, accepted.map(markOf));
       // Apply a commandId once: not if an earlier batch applied it, nor twice within this batch.
       const fresh: SchedulerCommand[] = [];
-      const createIds = new Set<string>();
       for (const c of accepted) {
-        let firstSeen: boolean;
-        if (c.kind === 'CreateJob') {
-          firstSeen = !createIds.has(c.commandId);
-          createIds.add(c.commandId);
-        } else {
-          firstSeen = firstTime.delete(c.commandId);
-        }
-        if (firstSeen) fresh.push(c);
+        if (firstTime.delete(c.commandId)) fresh.push(c);
         else this.d.metrics.commandsDuplicate.inc({ type: c.kind });
       }
-      return this.applyRuns(client, rt, fresh);
+      const out = await this.applyRuns(client, rt, fresh);
+      await commandRecordOutcomes(client, rt.partition, [
+        ...out.noops.map(({ cmd, detail }) => ({ ...markOf(cmd), outcome: 'no-op' as const, detail })),
+        ...rejected
+          .filter((r) => r.cmd !== undefined)
+          .map((r) => ({
+            ...markOf(r.cmd!),
+            outcome: 'rejected' as const,
+            detail: `${r.reason}: ${r.message}`,
+          })),
+      ]);
+      return out;
     });
   }
 
@@ -293,6 +297,8 @@ export class CommandApplier {
     const effects: { jobId: string; dueMs: number | null; tag?: number }[] = [];
     const outbox: OutboxRow[] = [];
     const dispatchedNow: ClaimedJob[] = [];
+    /** Commands that changed nothing, and why (their status). */
+    const noops: { cmd: SchedulerCommand; detail: string }[] = [];
     const event = (
       type: 'CANCELLED' | 'RESCHEDULED',
       j: VersionedJob,
@@ -325,6 +331,7 @@ export class CommandApplier {
           // or refused when another tenant sent them).
           const seen = new Map<string, string>(); // job id → tenant of its first create
           const jobs: NewJob[] = [];
+          const firsts = new Set<CreateJobCommand>();
           const foreign: CreateJobCommand[] = [];
           for (const c of run as CreateJobCommand[]) {
             const first = seen.get(c.jobId);
@@ -333,6 +340,7 @@ export class CommandApplier {
               continue;
             }
             seen.set(c.jobId, c.tenantId);
+            firsts.add(c);
             jobs.push(toNewJob(c));
           }
           // The dispatching statement only when some job is due, or about to be (the database's
@@ -378,6 +386,12 @@ export class CommandApplier {
           // Their outbox rows go with the events' in one insert at the end of this transaction.
           for (const d of dispatched) outbox.push(dispatchOutboxRow(this.d.codec, d, rt.partition, rt.epoch));
           dispatchedNow.push(...dispatched);
+          for (const c of run as CreateJobCommand[])
+            if (!firsts.has(c) || !created.has(c.jobId))
+              noops.push({
+                cmd: c,
+                detail: `job ${c.jobId} exists already: a create is applied once per job id`,
+              });
           this.d.metrics.commandsApplied.inc({ type: kind }, created.size);
           this.d.metrics.commandsNoop.inc({ type: kind }, run.length - created.size);
           break;
@@ -394,6 +408,21 @@ export class CommandApplier {
             effects.push({ jobId: d.jobId, dueMs: null });
             const c = byJob.get(d.jobId);
             event('CANCELLED', d, c?.reason ?? null, c?.callerId ?? null);
+          }
+          const cancelled = new Set(done.map((d) => d.jobId));
+          const left = (run as CancelJobCommand[]).filter((c) => !cancelled.has(c.jobId));
+          if (left.length > 0) {
+            const rows = await jobRows(
+              client,
+              left.map((c) => c.jobId),
+            );
+            for (const c of left) {
+              const r = rows.get(c.jobId);
+              noops.push({
+                cmd: c,
+                detail: r ? `job ${c.jobId} is ${r.state} already` : `no job ${c.jobId}`,
+              });
+            }
           }
           this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
           this.d.metrics.commandsNoop.inc({ type: kind }, run.length - done.length);
@@ -435,6 +464,21 @@ export class CommandApplier {
                   (c) =>
                     `RescheduleJob ${(c as RescheduleJobCommand).jobId}: a worker is running it; cancel it, or reschedule once the run has ended`,
                 );
+            }
+            if (notMoved.length > 0) {
+              const rows = await jobRows(client, notMoved);
+              for (const c of now)
+                if (!moved.has(c.jobId)) {
+                  const r = rows.get(c.jobId);
+                  noops.push({
+                    cmd: c,
+                    detail: !r
+                      ? `no job ${c.jobId}`
+                      : c.expectedVersion !== null && c.expectedVersion !== r.version
+                        ? `job ${c.jobId} is at version ${r.version}, not the expected ${c.expectedVersion}`
+                        : `job ${c.jobId} is ${r.state}: only a job not started yet is rescheduled`,
+                  });
+                }
             }
             for (const d of done) {
               effects.push({
@@ -510,6 +554,10 @@ export class CommandApplier {
               c.expectedVersion,
             );
             if (version === null) {
+              noops.push({
+                cmd: c,
+                detail: `schedule ${c.scheduleId} is not at the expected version ${c.expectedVersion ?? ''}, or deleted`,
+              });
               this.d.metrics.commandsNoop.inc({ type: kind });
               continue;
             }
@@ -533,6 +581,12 @@ export class CommandApplier {
                   'DELETED',
                 );
           for (const id of done) effects.push({ jobId: scheduleEntryId(id), dueMs: null });
+          const changed = new Set(done);
+          noops.push(
+            ...(run as ScheduleStateCommand[])
+              .filter((c) => !changed.has(c.scheduleId))
+              .map((c) => ({ cmd: c, detail: scheduleNoop(c) })),
+          );
           this.d.metrics.commandsApplied.inc({ type: kind }, done.length);
           this.d.metrics.commandsNoop.inc({ type: kind }, ids.length - done.length);
           break;
@@ -546,6 +600,12 @@ export class CommandApplier {
               dueMs: r.nextFireAtMs,
               tag: FireTags.FIRST,
             });
+          const back = new Set(resumed.map((r) => r.scheduleId));
+          noops.push(
+            ...(run as ScheduleStateCommand[])
+              .filter((c) => !back.has(c.scheduleId))
+              .map((c) => ({ cmd: c, detail: scheduleNoop(c) })),
+          );
           this.d.metrics.commandsApplied.inc({ type: kind }, resumed.length);
           this.d.metrics.commandsNoop.inc({ type: kind }, ids.length - resumed.length);
           break;
@@ -556,7 +616,7 @@ export class CommandApplier {
     }
     // The ownership row is locked by this transaction (partitionAdvanceOffset): the epoch holds.
     await outboxEmit(client, rt.partition, rt.epoch, outbox);
-    return { effects, dispatched: dispatchedNow };
+    return { effects, dispatched: dispatchedNow, noops };
   }
 }
 
@@ -579,6 +639,29 @@ const tenantWhy = (c: SchedulerCommand): string => {
   const id = 'jobId' in c ? c.jobId : 'scheduleId' in c ? c.scheduleId : '';
   return `${c.kind} ${id} names a job or schedule of another tenant than ${c.tenantId}`;
 };
+
+/** The mark of a command: its id, tenant, kind and the job or schedule it names. */
+const markOf = (c: SchedulerCommand): CommandMark => ({
+  commandId: c.commandId,
+  tenantId: c.tenantId,
+  kind: c.kind === 'Other' ? c.type : c.kind,
+  entityId: c.kind === 'Other' ? c.entityId : 'scheduleId' in c ? c.scheduleId : c.jobId,
+});
+
+const scheduleNoop = (c: ScheduleStateCommand): string =>
+  `schedule ${c.scheduleId} does not exist or is not in a state ${c.kind} changes`;
+
+/** State and version of jobs, for the status of a command that changed nothing. */
+async function jobRows(
+  client: pg.ClientBase,
+  ids: string[],
+): Promise<Map<string, { state: string; version: number }>> {
+  const { rows } = await client.query<{ job_id: string; state: string; version: number }>(
+    'SELECT job_id, state, version FROM job WHERE job_id = ANY($1::text[])',
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.job_id, { state: r.state, version: r.version }]));
+}
 
 const isScheduleState = (c: SchedulerCommand): c is ScheduleStateCommand =>
   c.kind === 'PauseSchedule' || c.kind === 'ResumeSchedule' || c.kind === 'DeleteSchedule';

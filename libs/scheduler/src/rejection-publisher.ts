@@ -7,7 +7,7 @@ import {
   type MessageProducer,
   type OutboundMessage,
 } from '@sched/kafka';
-import type { RejectReason, RejectedFields, SchedulerCodec } from './commands.js';
+import type { RejectReason, RejectedFields, SchedulerCodec, SchedulerCommand } from './commands.js';
 import type { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 
@@ -16,6 +16,8 @@ export interface Rejected {
   msg: InboundMessage;
   reason: RejectReason;
   message: string;
+  /** The command, when it decoded (its status records the rejection). */
+  cmd?: SchedulerCommand;
 }
 
 export interface RejectionPublisherDeps {

@@ -29,6 +29,7 @@ export async function retentionSweep(d: {
     const n = await pruneOlderThan(d.pool, 'outbox', d.config.outboxRetentionMs);
     d.metrics.outboxPruned.inc(n);
     await pruneOlderThan(d.pool, 'command_applied', d.config.commandDedupRetentionMs);
+    await pruneOlderThan(d.pool, 'command_issued', d.config.commandDedupRetentionMs);
     await pruneOlderThan(d.pool, 'worker_liveness', GONE_WORKER_RETENTION_MS);
     const retentionMs = d.config.finishedJobRetentionMs;
     if (retentionMs === 0) return;

@@ -21,12 +21,15 @@ export type { HomeRegion } from './home-region.js';
 export type { PartitionOwnership, OwnerRow } from './partition-store.js';
 export {
   commandMarkApplied,
+  commandRecordOutcomes,
+  commandStatus,
+  commandIssue,
   jobCreateBatch,
   jobCreateDispatching,
   jobCancel,
   jobReschedule,
 } from './job-apply.js';
-export type { NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
+export type { CommandMark, CommandStatus, NewJob, VersionedJob, RescheduleRequest } from './job-apply.js';
 export {
   jobClaimDue,
   jobClaimDueAcross,

@@ -41,19 +41,142 @@ export async function commandMarkApplied(
   client: pg.ClientBase,
   partition: number,
   epoch: number,
-  commandIds: string[],
+  marks: readonly CommandMark[],
 ): Promise<Set<string>> {
-  if (commandIds.length === 0) return new Set();
+  if (marks.length === 0) return new Set();
   const { rows } = await client.query<{ command_id: string }>({
     name: 'command_mark_applied',
     text: `WITH ${FENCE_CTE}
-     INSERT INTO command_applied (command_id, partition)
-     SELECT c, $1 FROM fence, unnest($3::text[]) AS c
+     INSERT INTO command_applied (command_id, partition, tenant_id, kind, entity_id)
+     SELECT c.id, $1, c.tenant, c.kind, c.entity
+     FROM fence, unnest($3::text[], $4::text[], $5::text[], $6::text[]) AS c (id, tenant, kind, entity)
      ON CONFLICT (command_id) DO NOTHING
      RETURNING command_id`,
-    values: [partition, epoch, commandIds],
+    values: [
+      partition,
+      epoch,
+      marks.map((m) => m.commandId),
+      marks.map((m) => m.tenantId),
+      marks.map((m) => m.kind),
+      marks.map((m) => m.entityId),
+    ],
   });
   return new Set(rows.map((r) => r.command_id));
+}
+
+/** A command the scheduler decides on: its id, tenant, kind and the job or schedule it names. */
+export interface CommandMark {
+  commandId: string;
+  tenantId: string;
+  kind: string;
+  entityId: string | null;
+}
+
+/**
+ * What became of commands other than `applied` (the default of their mark): `no-op` with why, or
+ * `rejected` with the reason (a rejected command gets its row here; one applied before keeps it).
+ */
+export async function commandRecordOutcomes(
+  client: pg.ClientBase,
+  partition: number,
+  outcomes: readonly (CommandMark & { outcome: 'no-op' | 'rejected'; detail: string })[],
+): Promise<void> {
+  if (outcomes.length === 0) return;
+  await client.query({
+    name: 'command_record_outcomes',
+    text: `INSERT INTO command_applied AS a (command_id, partition, tenant_id, kind, entity_id, outcome, detail)
+           SELECT c.id, $1, c.tenant, c.kind, c.entity, c.outcome, c.detail
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+             AS c (id, tenant, kind, entity, outcome, detail)
+           ON CONFLICT (command_id) DO UPDATE SET outcome = EXCLUDED.outcome, detail = EXCLUDED.detail
+             WHERE a.outcome = 'applied' AND EXCLUDED.outcome = 'no-op' AND a.applied_at = now()`,
+    values: [
+      partition,
+      outcomes.map((o) => o.commandId),
+      outcomes.map((o) => o.tenantId),
+      outcomes.map((o) => o.kind),
+      outcomes.map((o) => o.entityId),
+      outcomes.map((o) => o.outcome),
+      outcomes.map((o) => o.detail),
+    ],
+  });
+}
+
+export interface CommandStatus {
+  commandId: string;
+  status: 'pending' | 'applied' | 'no-op' | 'rejected';
+  kind: string | null;
+  entityId: string | null;
+  detail: string | null;
+  /** When it was decided on (null: pending). */
+  decidedAt: string | null;
+  issuedAt: string | null;
+}
+
+/**
+ * A command's status for its tenant: decided on (command_applied), else sent by the API and not
+ * decided on yet (`pending`), else undefined (unknown, pruned, or another tenant's).
+ */
+export async function commandStatus(
+  pool: pg.Pool | pg.ClientBase,
+  tenantId: string,
+  commandId: string,
+): Promise<CommandStatus | undefined> {
+  const { rows } = await pool.query<{
+    outcome: string | null;
+    kind: string | null;
+    entity_id: string | null;
+    detail: string | null;
+    decided_at: Date | null;
+    issued_at: Date | null;
+    applied_tenant: string | null;
+    issued_tenant: string | null;
+    applied: boolean;
+  }>({
+    name: 'command_status',
+    text: `SELECT a.outcome, coalesce(a.kind, i.kind) AS kind, coalesce(a.entity_id, i.entity_id) AS entity_id,
+                  a.detail, a.applied_at AS decided_at, i.issued_at, a.tenant_id AS applied_tenant,
+                  i.tenant_id AS issued_tenant, a.command_id IS NOT NULL AS applied
+           FROM (SELECT $1::text AS id) q
+           LEFT JOIN command_applied a ON a.command_id = q.id
+           LEFT JOIN command_issued i ON i.command_id = q.id`,
+    values: [commandId],
+  });
+  const r = rows[0];
+  if (!r || (!r.applied && r.issued_tenant === null)) return undefined;
+  // A row from before migration 021 has no tenant: its issue row (if any) says whose it is.
+  const owner = r.applied_tenant ?? r.issued_tenant;
+  if (owner !== tenantId) return undefined;
+  return {
+    commandId,
+    status: r.applied ? ((r.outcome ?? 'applied') as CommandStatus['status']) : 'pending',
+    kind: r.kind,
+    entityId: r.entity_id,
+    detail: r.detail,
+    decidedAt: r.decided_at?.toISOString() ?? null,
+    issuedAt: r.issued_at?.toISOString() ?? null,
+  };
+}
+
+/** The API's record of the commands it sent (for `pending`). */
+export async function commandIssue(
+  pool: pg.Pool | pg.ClientBase,
+  issued: readonly (CommandMark & { callerId: string | null })[],
+): Promise<void> {
+  if (issued.length === 0) return;
+  await pool.query({
+    name: 'command_issue',
+    text: `INSERT INTO command_issued (command_id, tenant_id, kind, entity_id, caller_id)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+           ON CONFLICT (command_id) DO NOTHING`,
+    values: [
+      issued.map((c) => c.commandId),
+      issued.map((c) => c.tenantId),
+      issued.map((c) => c.kind),
+      issued.map((c) => c.entityId),
+      issued.map((c) => c.callerId),
+    ],
+  });
 }
 
 /**

@@ -33,18 +33,28 @@ export async function pruneFinishedJobs(
 }
 
 /**
- * outbox_prune / command_applied_prune / worker_liveness_prune: delete rows older than the retention
+ * outbox_prune / command_applied_prune / command_issued_prune / worker_liveness_prune: delete rows older than the retention
  * (a worker's row: gone for that long), in bounded batches.
  */
 export async function pruneOlderThan(
   pool: pg.Pool,
-  table: 'outbox' | 'command_applied' | 'worker_liveness',
+  table: 'outbox' | 'command_applied' | 'command_issued' | 'worker_liveness',
   retentionMs: number,
   batch = 10_000,
 ): Promise<number> {
   // The outbox has no key (migration 007): its rows are deleted by ctid, found by the age index.
-  const col = { outbox: 'created_at', command_applied: 'applied_at', worker_liveness: 'alive_until' }[table];
-  const key = { outbox: 'ctid', command_applied: 'command_id', worker_liveness: 'worker_id' }[table];
+  const col = {
+    outbox: 'created_at',
+    command_applied: 'applied_at',
+    command_issued: 'issued_at',
+    worker_liveness: 'alive_until',
+  }[table];
+  const key = {
+    outbox: 'ctid',
+    command_applied: 'command_id',
+    command_issued: 'command_id',
+    worker_liveness: 'worker_id',
+  }[table];
   const res = await pool.query(
     `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
        SELECT ${key} FROM ${table} WHERE ${col} < now() - $1 * interval '1 millisecond' LIMIT $2))`,
