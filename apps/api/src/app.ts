@@ -7,6 +7,7 @@ import { LogThrottle, type Logger } from '@sched/logging';
 import type { PayloadValidator } from '@sched/dead-letters';
 import { counter, type Registry } from '@sched/metrics';
 import {
+  apiKeyByDigest,
   bucketSize,
   commandIssue,
   tenantCommandTake,
@@ -14,7 +15,7 @@ import {
   tenantPendingCounts,
   type TenantRow,
 } from '@sched/store';
-import { callerOfKey, digestOf } from './api-keys.js';
+import { digestOf, keyDigest } from './api-keys.js';
 import { ApiError, toHttp } from './errors.js';
 import { registerJobRoutes } from './routes-jobs.js';
 import { registerScheduleRoutes } from './routes-schedules.js';
@@ -25,6 +26,9 @@ import { registerAdminRoutes } from './routes-admin.js';
 import { registerCommandRoutes } from './routes-commands.js';
 
 const TENANT_CACHE_MS = 1_000;
+/** How long an issued key's lookup is remembered (a revocation takes effect within it). */
+const KEY_CACHE_MS = 5_000;
+const KEY_CACHE_MAX = 10_000;
 const PENDING_CACHE_MS = 1_000;
 /** A pending cap frees up as jobs finish: no time can be computed, a few seconds are suggested. */
 const PENDING_RETRY_AFTER_MS = 5_000;
@@ -84,7 +88,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     ? counter(
         deps.metrics,
         'sched_api_refusals_total',
-        'requests refused: unauthenticated (no or unknown key), other_tenant (a job or schedule of another tenant, answered 404 as an unknown id), forbidden (a permission missing), quota_pending and rate_limited (429)',
+        'requests refused: unauthenticated (no or unknown key), tenant_disabled, other_tenant (a job or schedule of another tenant, answered 404 as an unknown id), forbidden (a permission missing), quota_pending and rate_limited (429)',
         ['reason'],
       )
     : undefined;
@@ -131,6 +135,8 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
         'SCHED_E_UNKNOWN_TENANT',
         `tenant ${tenantId} is not known to the platform (create it with PUT /v1/tenants/${tenantId}): nothing was sent`,
       );
+    if (tenant.disabledAt)
+      throw new ApiError('SCHED_E_TENANT_DISABLED', `tenant ${tenantId} is disabled: nothing was sent`);
     const creates = commands.filter((c) => c.body.kind === 'CreateJob').length;
     if (tenant.maxPendingJobs !== null && creates > 0) {
       const pending = await pendingOf(tenantId);
@@ -174,13 +180,45 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
       }
     }
   };
+  // Keys: the bootstrap ones (SCHED_API_KEYS) by digest, then those the API issued (api_key), by
+  // digest too, remembered for a few seconds (a revoked key or a disabled tenant is refused within
+  // that), misses as well, in a bounded map (random keys cannot grow it).
+  const issued = new Map<string, { at: number; caller: ApiCaller | 'disabled' | undefined }>();
+  const issuedCaller = async (digest: string): Promise<ApiCaller | 'disabled' | undefined> => {
+    const seen = issued.get(digest);
+    if (seen !== undefined && Date.now() - seen.at < KEY_CACHE_MS) return seen.caller;
+    const row = await apiKeyByDigest(deps.pool, digest);
+    const caller: ApiCaller | 'disabled' | undefined = !row
+      ? undefined
+      : row.tenantDisabled
+        ? 'disabled'
+        : { id: row.callerId, tenantId: row.tenantId, permissions: row.permissions };
+    if (issued.size >= KEY_CACHE_MAX) issued.clear();
+    issued.set(digest, { at: Date.now(), caller });
+    return caller;
+  };
+  const resolved = new WeakMap<FastifyRequest, ApiCaller | 'disabled'>();
+  if (auth !== 'off')
+    app.addHook('onRequest', async (req) => {
+      const key = req.headers['x-api-key'];
+      if (typeof key !== 'string' || key.length === 0 || key.length > 512) return;
+      const digest = keyDigest(key);
+      const caller = callers.get(digest) ?? (await issuedCaller(digest));
+      if (!caller) return;
+      if (caller !== 'disabled' && (await tenantOf(caller.tenantId))?.disabledAt)
+        resolved.set(req, 'disabled');
+      else resolved.set(req, caller);
+    });
   const ctx: ApiContext = {
     ...deps,
     now: deps.now ?? Date.now,
     caller(req) {
       if (auth === 'off') return anonymous;
-      const key = req.headers['x-api-key'];
-      const c = typeof key === 'string' ? callerOfKey(callers, key) : undefined;
+      const c = resolved.get(req);
+      if (c === 'disabled') {
+        refuse('tenant_disabled', { route: req.routeOptions.url }, 'a key of a disabled tenant');
+        throw new ApiError('SCHED_E_TENANT_DISABLED', 'this key belongs to a disabled tenant');
+      }
       if (!c) {
         refuse('unauthenticated', { route: req.routeOptions.url }, 'request without a known x-api-key');
         throw new ApiError('SCHED_E_UNAUTHENTICATED', 'missing or unknown x-api-key');

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { queueDepth } from '@sched/store';
+import { queueDepth, queueList } from '@sched/store';
 import type { ApiContext } from './app.js';
 import { ApiError } from './errors.js';
 
@@ -13,7 +13,8 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: ApiContext): void
    * (`dispatched`), `running`, and the oldest overdue and dispatched job's age in seconds. Queues
    * with nothing overdue or in flight are left out. It reads a row per overdue or in-flight job:
    * for dashboards and incidents, not a hot loop (the scheduler exports the same per queue as
-   * `sched_queue_*` gauges).
+   * `sched_queue_*` gauges). `known` lists every queue of the platform with its configuration
+   * (dispatch rate, paused).
    */
   app.get<{ Querystring: { overdueAfterMs?: string } }>('/v1/queues', async (req) => {
     const caller = ctx.caller(req);
@@ -25,6 +26,6 @@ export function registerQueueRoutes(app: FastifyInstance, ctx: ApiContext): void
         `overdueAfterMs must be an integer from 0 to ${MAX_OVERDUE_AFTER_MS} (got ${JSON.stringify(raw)})`,
       );
     const queues = await queueDepth(ctx.pool, { partitions: null, graceMs, tenantId: caller.tenantId });
-    return { tenantId: caller.tenantId, overdueAfterMs: graceMs, queues };
+    return { tenantId: caller.tenantId, overdueAfterMs: graceMs, queues, known: await queueList(ctx.pool) };
   });
 }

@@ -7,13 +7,14 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export interface RunningApp {
   name: string;
   child: ChildProcess;
-  info: { ownerId: string; metricsPort: number };
+  /** What the app printed when ready (scheduler/worker: ownerId, metricsPort; api: host, port). */
+  info: { ownerId?: string; metricsPort?: number; host?: string; port?: number };
   stop(): Promise<void>;
 }
 
 /** Starts `apps/<name>/src/main.ts` as a child process, its logs going to `logFile`; resolves when ready. */
 export function startApp(
-  name: 'scheduler' | 'worker',
+  name: 'scheduler' | 'worker' | 'api',
   env: Record<string, string>,
   onLine: (line: string) => void,
 ): Promise<RunningApp> {
@@ -37,7 +38,7 @@ export function startApp(
           resolve({
             name,
             child,
-            info: JSON.parse(m[1]!) as { ownerId: string; metricsPort: number },
+            info: JSON.parse(m[1]!) as RunningApp['info'],
             stop: async () => {
               if (child.exitCode !== null) return;
               const done = new Promise((r) => child.once('exit', r));

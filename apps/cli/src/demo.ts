@@ -4,7 +4,7 @@
  * rescheduled), and reports what happened from Postgres and the dispatch topic.
  * `--once` exits when the workload is done; otherwise the platform keeps running until Ctrl-C.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { Contracts, type CommandInput } from '@sched/contracts';
@@ -20,6 +20,38 @@ const jobsArg = args.indexOf('--jobs');
 const n = jobsArg >= 0 ? Number(args[jobsArg + 1]) : 300;
 
 const say = (line: string) => process.stdout.write(`[demo] ${line}\n`);
+
+/**
+ * The tutorial's path through the API: a tenant created with the admin key, a key issued to it,
+ * a job created with that key and its command's status awaited.
+ */
+async function frontDoor(apiUrl: string, adminKey: string): Promise<void> {
+  const call = async (key: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${apiUrl}${path}`, {
+      method,
+      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const out = (await res.json()) as Record<string, unknown>;
+    if (res.status >= 400) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
+    return out;
+  };
+  await call(adminKey, 'PUT', '/v1/tenants/demo-tenant', { maxPendingJobs: 10_000 });
+  const { key } = (await call(adminKey, 'POST', '/v1/tenants/demo-tenant/keys', {
+    callerId: 'demo-service',
+  })) as {
+    key: string;
+  };
+  const made = await call(key, 'POST', '/v1/jobs', {
+    queue: 'default',
+    dueAt: Date.now() + 2_000,
+    payload: { hello: 'api' },
+  });
+  const status = await call(key, 'GET', `${String(made.statusUrl)}?wait=10s`);
+  say(
+    `API: tenant demo-tenant created, key issued, job ${String(made.jobId)} created: command ${String(status.status)}`,
+  );
+}
 
 async function main(): Promise<void> {
   say('bringing the local stack up (first run fetches Kafka, Debezium and Apicurio through Maven)…');
@@ -47,9 +79,24 @@ async function main(): Promise<void> {
 
   apps.push(await startApp('scheduler', env, (l) => appLog.write(`scheduler ${l}\n`)));
   apps.push(await startApp('worker', env, (l) => appLog.write(`worker ${l}\n`)));
+  // The API, with a bootstrap admin key (SCHED_API_KEYS) made for this run.
+  const adminKey = `demo-admin-${randomBytes(12).toString('hex')}`;
+  const api = await startApp(
+    'api',
+    {
+      ...env,
+      SCHED_API_KEYS: `${adminKey}=demo-admin:default:admin`,
+      SCHED_API_PORT: process.env.SCHED_API_PORT ?? '3000',
+    },
+    (l) => appLog.write(`api ${l}\n`),
+  );
+  apps.push(api);
+  const apiUrl = `http://${api.info.host}:${api.info.port}`;
   say(`scheduler metrics: http://127.0.0.1:${apps[0]!.info.metricsPort}/metrics`);
   say(`worker metrics:    http://127.0.0.1:${apps[1]!.info.metricsPort}/metrics`);
   say(`app logs:          ${join(logDir, 'demo-apps.log')}`);
+  say(`HTTP API:          ${apiUrl}  (admin key for this run: SCHED_API_KEY=${adminKey})`);
+  await frontDoor(apiUrl, adminKey);
 
   const contracts = new Contracts({ registryUrl: ep.registryUrl });
   await contracts.registerAll();

@@ -19,6 +19,9 @@
  *                                                               or gone, since when, RUNNING jobs it holds
  *   demo [--once] | stack <up|down|status|logs|restart>           the demo; the local stack
  *
+ * Through the HTTP API, authenticated by SCHED_API_KEY (see apps/cli/src/api-commands.ts):
+ *   tenant …, queue …, job create|cancel|reschedule|show … [--wait 10s], command <id> [--wait 10s]
+ *
  * Reads DATABASE_URL, KAFKA_BROKERS, SCHED_REGISTRY_URL (default: the local stack) and
  * SCHED_COMMANDS_TOPIC. Exit codes: 0 ok, 1 failed, 2 bad usage.
  */
@@ -32,6 +35,7 @@ import { stackEndpoints } from '@sched/local-stack';
 import { silentLogger } from '@sched/logging';
 import { preview } from '@sched/recurrence';
 import { createPool, homeRegion, regionPromote, workerList } from '@sched/store';
+import { API_COMMANDS, runApiCommand } from './api-commands.js';
 
 const env = process.env;
 const [command, ...args] = process.argv.slice(2);
@@ -221,6 +225,16 @@ async function main(): Promise<void> {
     }
 
     default:
+      if (command && API_COMMANDS.has(command))
+        process.exit(
+          await runApiCommand(command, {
+            args,
+            env,
+            usage,
+            instant,
+            print: (v) => console.log(JSON.stringify(v, null, 2)),
+          }),
+        );
       usage(command ? `unknown command "${command}"` : 'no command');
   }
 }

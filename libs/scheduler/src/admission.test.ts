@@ -78,6 +78,20 @@ describe('Admission with a dispatch rate', () => {
     clock.t = 300;
     expect(a.roomFor('slow')).toBe(3);
   });
+  it('gives a paused queue (rate 0) no room, and its rate back when resumed', async () => {
+    const clock = { t: 0 };
+    const rates = new Map([['held', 0]]);
+    const a = make([0, 1], 2, clock, rates);
+    await a.once();
+    expect(a.roomFor('held')).toBe(0);
+    expect(a.full()).toEqual(['held']);
+    clock.t = 60_000;
+    expect(a.roomFor('held')).toBe(0);
+    rates.set('held', 50);
+    await a.once();
+    clock.t = 61_000;
+    expect(a.roomFor('held')).toBe(50);
+  });
   it('claims without limits once no queue has a rate', async () => {
     const rates = new Map([['slow', 40]]);
     const a = make([0], 1, { t: 0 }, rates);

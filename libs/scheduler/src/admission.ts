@@ -87,6 +87,7 @@ export class RateShare {
 
   /** Whole jobs that may be dispatched now. */
   room(now: number): number {
+    if (this.perSecond <= 0) return 0; // a paused queue
     this.refill(now);
     return Math.max(0, Math.floor(this.tokens));
   }
@@ -109,6 +110,7 @@ export class RateShare {
  * A queue's dispatch rate (`queue.max_dispatch_per_second`, fleet-wide, read every pass) bounds the
  * room too: each process takes at most its share by owned partitions, so the fleet dispatches the
  * queue at most at the rate (plus a burst of `rateBurstMs` of it) whatever the number of schedulers.
+ * A queue an operator paused (`queue.paused_at`) reads as rate 0: no room until it is resumed.
  */
 export class Admission {
   private paused = new Set<string>();

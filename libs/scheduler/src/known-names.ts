@@ -18,7 +18,10 @@ export async function knownNamesFromDb(
   const load = async () => {
     loadedAt = Date.now();
     const q = await pool.query<{ queue: string }>('SELECT queue FROM queue');
-    const t = await pool.query<{ tenant_id: string }>('SELECT tenant_id FROM tenant');
+    // A disabled tenant is as unknown (UNKNOWN_TENANT: "does not exist or is disabled").
+    const t = await pool.query<{ tenant_id: string }>(
+      'SELECT tenant_id FROM tenant WHERE disabled_at IS NULL',
+    );
     queues = new Set(q.rows.map((r) => r.queue));
     tenants = new Set(t.rows.map((r) => r.tenant_id));
   };

@@ -301,7 +301,7 @@ export class Scheduler {
       new Error(
         `${topic} has ${now} partitions, but its jobs were placed for ${recorded} (recorded ${new Date(recordedAtMs).toISOString()}): ` +
           'commands for existing jobs would reach partitions that do not hold them, and their cancels and reschedules would be lost. ' +
-          'Give the topic its recorded partition count back (or move to a new topic and database schema); see docs on partitions in the README',
+          'Give the topic its recorded partition count back (or move to a new topic and database schema); see "Partitions are balanced by count" in docs/architecture.md',
       ),
       { code: 'SCHED_E_PARTITIONS_CHANGED' },
     );

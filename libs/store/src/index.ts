@@ -89,7 +89,9 @@ export type {
 export {
   bucketSize,
   queueDispatchRates,
+  queueGet,
   queueList,
+  queueSetPaused,
   queuePut,
   tenantCommandTake,
   tenantGet,
@@ -99,3 +101,11 @@ export {
   tenantPut,
 } from './quotas.js';
 export type { QueueRow, TenantQuotas, TenantRow } from './quotas.js';
+export {
+  apiKeyByDigest,
+  apiKeyInsert,
+  apiKeyList,
+  apiKeyRevoke,
+  tenantSetDisabled,
+} from './api-key-store.js';
+export type { ApiKeyRow } from './api-key-store.js';

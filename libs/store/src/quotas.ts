@@ -11,9 +11,11 @@ export interface TenantQuotas {
 export interface TenantRow extends TenantQuotas {
   tenantId: string;
   createdAt: string;
+  /** When it was disabled (null: enabled). */
+  disabledAt: string | null;
 }
 
-const TENANT_COLUMNS = `tenant_id, created_at, max_pending_jobs, commands_per_second, command_burst`;
+const TENANT_COLUMNS = `tenant_id, created_at, max_pending_jobs, commands_per_second, command_burst, disabled_at`;
 
 function tenantOf(r: {
   tenant_id: string;
@@ -21,6 +23,7 @@ function tenantOf(r: {
   max_pending_jobs: number | null;
   commands_per_second: number | null;
   command_burst: number | null;
+  disabled_at: Date | null;
 }): TenantRow {
   return {
     tenantId: r.tenant_id,
@@ -28,6 +31,7 @@ function tenantOf(r: {
     maxPendingJobs: r.max_pending_jobs,
     commandsPerSecond: r.commands_per_second,
     commandBurst: r.command_burst,
+    disabledAt: r.disabled_at?.toISOString() ?? null,
   };
 }
 
@@ -135,19 +139,34 @@ export interface QueueRow {
   queue: string;
   createdAt: string;
   maxDispatchPerSecond: number | null;
+  /** When an operator paused it (null: dispatching): its due jobs wait as due backlog. */
+  pausedAt: string | null;
 }
 
-export async function queueList(pool: pg.Pool | pg.ClientBase): Promise<QueueRow[]> {
-  const { rows } = await pool.query<{
-    queue: string;
-    created_at: Date;
-    max_dispatch_per_second: number | null;
-  }>('SELECT queue, created_at, max_dispatch_per_second FROM queue ORDER BY queue');
-  return rows.map((r) => ({
+const QUEUE_COLUMNS = 'queue, created_at, max_dispatch_per_second, paused_at';
+
+function queueOf(r: {
+  queue: string;
+  created_at: Date;
+  max_dispatch_per_second: number | null;
+  paused_at: Date | null;
+}): QueueRow {
+  return {
     queue: r.queue,
     createdAt: r.created_at.toISOString(),
     maxDispatchPerSecond: r.max_dispatch_per_second,
-  }));
+    pausedAt: r.paused_at?.toISOString() ?? null,
+  };
+}
+
+export async function queueList(pool: pg.Pool | pg.ClientBase): Promise<QueueRow[]> {
+  const { rows } = await pool.query(`SELECT ${QUEUE_COLUMNS} FROM queue ORDER BY queue`);
+  return rows.map(queueOf);
+}
+
+export async function queueGet(pool: pg.Pool | pg.ClientBase, queue: string): Promise<QueueRow | undefined> {
+  const { rows } = await pool.query(`SELECT ${QUEUE_COLUMNS} FROM queue WHERE queue = $1`, [queue]);
+  return rows[0] ? queueOf(rows[0]) : undefined;
 }
 
 /** Creates the queue or sets its dispatch rate (null lifts it). */
@@ -159,24 +178,34 @@ export async function queuePut(
   const { rows } = await pool.query(
     `INSERT INTO queue (queue, max_dispatch_per_second) VALUES ($1, $2)
      ON CONFLICT (queue) DO UPDATE SET max_dispatch_per_second = EXCLUDED.max_dispatch_per_second
-     RETURNING queue, created_at, max_dispatch_per_second, (xmax = 0) AS created`,
+     RETURNING ${QUEUE_COLUMNS}, (xmax = 0) AS created`,
     [queue, maxDispatchPerSecond],
   );
-  const r = rows[0];
-  return {
-    queue: {
-      queue: r.queue,
-      createdAt: r.created_at.toISOString(),
-      maxDispatchPerSecond: r.max_dispatch_per_second,
-    },
-    created: r.created === true,
-  };
+  return { queue: queueOf(rows[0]), created: rows[0].created === true };
 }
 
-/** The queues with a dispatch rate, and the rate (jobs a second, fleet-wide). */
+/** Pauses or resumes a queue; undefined when there is no such queue. */
+export async function queueSetPaused(
+  pool: pg.Pool | pg.ClientBase,
+  queue: string,
+  paused: boolean,
+): Promise<QueueRow | undefined> {
+  const { rows } = await pool.query(
+    `UPDATE queue SET paused_at = CASE WHEN $2 THEN coalesce(paused_at, now()) END WHERE queue = $1
+     RETURNING ${QUEUE_COLUMNS}`,
+    [queue, paused],
+  );
+  return rows[0] ? queueOf(rows[0]) : undefined;
+}
+
+/**
+ * The queues with a dispatch rate, and the rate (jobs a second, fleet-wide); a paused queue's
+ * rate is 0 (nothing is dispatched from it).
+ */
 export async function queueDispatchRates(pool: pg.Pool | pg.ClientBase): Promise<Map<string, number>> {
   const { rows } = await pool.query<{ queue: string; rate: number }>(
-    'SELECT queue, max_dispatch_per_second AS rate FROM queue WHERE max_dispatch_per_second IS NOT NULL',
+    `SELECT queue, CASE WHEN paused_at IS NULL THEN max_dispatch_per_second ELSE 0 END AS rate
+       FROM queue WHERE max_dispatch_per_second IS NOT NULL OR paused_at IS NOT NULL`,
   );
   return new Map(rows.map((r) => [r.queue, r.rate]));
 }
