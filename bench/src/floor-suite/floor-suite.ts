@@ -10,7 +10,7 @@ const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
  * What this machine allows at all, measured apart from our code: the least per-operation cost of a
  * due-time index with the wheel issue's constraints (`wheel`), and the latency of the two hops a
  * dispatch must cross (`postgres`, `kafka`). The goals of the wheel and end-to-end issues are read
- * against these (see the README's benchmark section).
+ * against these (see docs/benchmarks.md).
  */
 export const floorSuite: BenchSuite = {
   name: 'floors',
