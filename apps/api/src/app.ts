@@ -24,6 +24,7 @@ import { registerPartitionRoutes } from './routes-partitions.js';
 import { registerQueueRoutes } from './routes-queues.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerCommandRoutes } from './routes-commands.js';
+import { registerOpenApi } from './openapi.js';
 
 const TENANT_CACHE_MS = 1_000;
 /** How long an issued key's lookup is remembered (a revocation takes effect within it). */
@@ -300,18 +301,31 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     void reply.status(status).send(body);
   });
 
-  app.get('/healthz', async () => ({ ok: true }));
-  app.get('/metrics', async (_req, reply) => {
-    if (!deps.metrics) throw new ApiError('SCHED_E_NOT_FOUND', 'metrics are not enabled');
-    return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
+  registerOpenApi(app);
+  // The routes load after the OpenAPI plugin, so that every one of them is in the document.
+  void app.register(async (api) => {
+    api.get(
+      '/healthz',
+      {
+        schema: {
+          security: [],
+          response: { 200: { type: 'object', properties: { ok: { type: 'boolean' } } } },
+        },
+      },
+      async () => ({ ok: true }),
+    );
+    api.get('/metrics', { schema: { security: [] } }, async (_req, reply) => {
+      if (!deps.metrics) throw new ApiError('SCHED_E_NOT_FOUND', 'metrics are not enabled');
+      return reply.header('content-type', deps.metrics.contentType).send(await deps.metrics.metrics());
+    });
+    registerJobRoutes(api, ctx);
+    registerScheduleRoutes(api, ctx);
+    registerDlqRoutes(api, ctx);
+    registerQueueRoutes(api, ctx);
+    registerPartitionRoutes(api, ctx);
+    registerAdminRoutes(api, ctx);
+    registerCommandRoutes(api, ctx);
   });
-  registerJobRoutes(app, ctx);
-  registerScheduleRoutes(app, ctx);
-  registerDlqRoutes(app, ctx);
-  registerQueueRoutes(app, ctx);
-  registerPartitionRoutes(app, ctx);
-  registerAdminRoutes(app, ctx);
-  registerCommandRoutes(app, ctx);
   return app;
 }
 

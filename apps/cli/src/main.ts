@@ -36,6 +36,7 @@ import { silentLogger } from '@sched/logging';
 import { preview } from '@sched/recurrence';
 import { createPool, homeRegion, regionPromote, workerList } from '@sched/store';
 import { API_COMMANDS, runApiCommand } from './api-commands.js';
+import { helpFor } from './help.js';
 
 const env = process.env;
 const [command, ...args] = process.argv.slice(2);
@@ -46,7 +47,7 @@ const registryUrl = env.SCHED_REGISTRY_URL ?? ep.registryUrl;
 const topic = env.SCHED_COMMANDS_TOPIC ?? 'sched.commands';
 
 function usage(message: string): never {
-  process.stderr.write(`sched: ${message}\n(see the header of apps/cli/src/main.ts for the commands)\n`);
+  process.stderr.write(`sched: ${message}\n(sched --help lists the commands)\n`);
   process.exit(2);
 }
 
@@ -82,6 +83,15 @@ async function send(body: CommandInput['body'], key: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
+  const help = helpFor(command, args);
+  if (help !== undefined) {
+    if (command === undefined) {
+      process.stderr.write(help);
+      process.exit(2);
+    }
+    process.stdout.write(help.endsWith('\n') ? help : `${help}\n`);
+    return;
+  }
   switch (command) {
     case 'submit': {
       const jobId = flag('--job-id') ?? randomUUID();
