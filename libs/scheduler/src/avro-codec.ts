@@ -1,5 +1,5 @@
 import { isContractsError, rejectionReasonFor, type Command, type Contracts } from '@sched/contracts';
-import { CommandRejection, RejectReason, type SchedulerCodec, type SchedulerCommand } from './commands.js';
+import { CommandRejection, RejectReason, toEngine, type SchedulerCodec } from '@sched/command-rules';
 
 /**
  * The scheduler codec over the Avro contracts: maps the `Command` envelope onto engine commands
@@ -45,43 +45,4 @@ export function avroSchedulerCodec(contracts: Contracts): SchedulerCodec {
       });
     },
   };
-}
-
-function toEngine(cmd: Command): SchedulerCommand {
-  const base = { commandId: cmd.commandId, tenantId: cmd.tenantId, callerId: cmd.callerId ?? null };
-  const b = cmd.body;
-  switch (b.kind) {
-    case 'CreateJob':
-      return { kind: 'CreateJob', ...base, ...b.value };
-    case 'CancelJob':
-      return { kind: 'CancelJob', ...base, jobId: b.value.jobId, reason: b.value.reason };
-    case 'RescheduleJob':
-      return { kind: 'RescheduleJob', ...base, ...b.value };
-    case 'AttemptResult':
-      return {
-        kind: 'AttemptResult',
-        ...base,
-        jobId: b.value.jobId,
-        attempt: b.value.attempt,
-        outcome: b.value.outcome,
-      };
-    case 'UpsertSchedule': {
-      const { jobTemplate: t, ...rest } = b.value;
-      return {
-        kind: 'UpsertSchedule',
-        ...base,
-        ...rest,
-        payload: t.payload,
-        priority: t.priority,
-        headers: t.headers,
-        maxAttempts: t.maxAttempts,
-        executionTimeoutMs: t.executionTimeoutMs,
-        retryPolicy: t.retryPolicy,
-      };
-    }
-    case 'PauseSchedule':
-    case 'ResumeSchedule':
-    case 'DeleteSchedule':
-      return { kind: b.kind, ...base, scheduleId: b.value.scheduleId };
-  }
 }

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type pg from 'pg';
 import type * as Store from '@sched/store';
 import { Claimer } from './claimer.js';
-import type { SchedulerCodec } from './commands.js';
+import type { SchedulerCodec } from '@sched/command-rules';
 import { PartitionRuntime } from './partition-runtime.js';
 import { createSchedulerMetrics } from './scheduler-metrics.js';
 import { wheelIndexFactory } from './wheel-index.js';

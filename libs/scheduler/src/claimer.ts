@@ -10,7 +10,7 @@ import {
   type OutboxRow,
   type OverdueJob,
 } from '@sched/store';
-import type { SchedulerCodec } from './commands.js';
+import type { SchedulerCodec } from '@sched/command-rules';
 import type { PartitionRuntime } from './partition-runtime.js';
 import type { DueEntry } from './due-index.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';

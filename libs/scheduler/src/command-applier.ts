@@ -30,14 +30,14 @@ import {
   type UpsertScheduleCommand,
   type SchedulerCodec,
   type SchedulerCommand,
-} from './commands.js';
+} from '@sched/command-rules';
 import {
   compileScheduleRecurrence,
   jitteredDue,
   validateCommand,
   type KnownNames,
   type ValidationLimits,
-} from './command-validation.js';
+} from '@sched/command-rules';
 import { FireTags } from './fair-ready.js';
 import type { PartitionRuntime } from './partition-runtime.js';
 import { dispatchOutboxRow } from './claimer.js';

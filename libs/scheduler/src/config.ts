@@ -1,3 +1,4 @@
+import { DEFAULT_VALIDATION_LIMITS } from '@sched/command-rules';
 import { DEFAULT_RETRY_POLICY } from '@sched/retry-policy';
 import {
   buildConfig,
@@ -170,10 +171,7 @@ export const schedulerDefaults: SchedulerOptions = {
   reapEveryMs: 1_000,
   reapSkewMarginMs: 2_000,
   workerGoneWindowMs: 3_600_000,
-  maxPayloadBytes: 256 * 1024,
-  maxDueAheadMs: 10 * 365 * 24 * 3600_000,
-  minDueAtMs: Date.UTC(2000, 0, 1),
-  maxJitterWindowMs: 24 * 3600_000,
+  ...DEFAULT_VALIDATION_LIMITS,
   outboxRetentionMs: 10 * 60_000,
   commandDedupRetentionMs: 7 * 24 * 3600_000,
   finishedJobRetentionMs: 7 * 24 * 3600_000,

@@ -8,8 +8,7 @@ export type { SchedulerMetrics } from './scheduler-metrics.js';
 export { avroSchedulerCodec } from './avro-codec.js';
 export { wheelIndexFactory } from './wheel-index.js';
 export { knownNamesFromDb } from './known-names.js';
-export { validateCommand, jitteredDue } from './command-validation.js';
-export type { ValidationLimits, KnownNames } from './command-validation.js';
-export { CommandRejection, RejectReason } from './commands.js';
-export type * from './commands.js';
+// The command rules live in @sched/command-rules (shared with the producer client); re-exported.
+export { CommandRejection, jitteredDue, RejectReason, validateCommand } from '@sched/command-rules';
+export type * from '@sched/command-rules';
 export type { DueIndex } from './due-index.js';

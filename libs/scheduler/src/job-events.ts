@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { OutboxRow } from '@sched/store';
-import type { JobEventFields, SchedulerCodec } from './commands.js';
+import type { JobEventFields, SchedulerCodec } from '@sched/command-rules';
 
 /**
  * A lifecycle event of the scheduler's (CANCELLED, RESCHEDULED, EXPIRED) as an outbox row for

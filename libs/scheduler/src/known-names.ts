@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { KnownNames } from './command-validation.js';
+import type { KnownNames } from '@sched/command-rules';
 
 /**
  * Tenants and queues from Postgres, refreshed periodically, and on demand (`refresh`, at most every

@@ -7,7 +7,7 @@ import {
   type MessageProducer,
   type OutboundMessage,
 } from '@sched/kafka';
-import type { RejectReason, RejectedFields, SchedulerCodec, SchedulerCommand } from './commands.js';
+import type { RejectReason, RejectedFields, SchedulerCodec, SchedulerCommand } from '@sched/command-rules';
 import type { PartitionRuntime } from './partition-runtime.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';
 

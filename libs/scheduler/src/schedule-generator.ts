@@ -17,7 +17,7 @@ import {
   type OccurrenceRecord,
   type ScheduleRow,
 } from '@sched/store';
-import { compileScheduleRecurrence } from './command-validation.js';
+import { compileScheduleRecurrence } from '@sched/command-rules';
 import type { PartitionRuntime } from './partition-runtime.js';
 import { planSchedule } from './schedule-plan.js';
 import type { SchedulerMetrics } from './scheduler-metrics.js';

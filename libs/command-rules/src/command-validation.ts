@@ -26,6 +26,14 @@ export interface KnownNames {
   refresh?(): Promise<void>;
 }
 
+/** The scheduler's limits when its configuration does not say otherwise (`SCHED_MAX_PAYLOAD_BYTES`, …). */
+export const DEFAULT_VALIDATION_LIMITS: Readonly<ValidationLimits> = Object.freeze({
+  maxPayloadBytes: 256 * 1024,
+  maxDueAheadMs: 10 * 365 * 24 * 3600_000,
+  minDueAtMs: Date.UTC(2000, 0, 1),
+  maxJitterWindowMs: 24 * 3600_000,
+});
+
 const ID = /^[\x21-\x7e]{1,200}$/;
 /** Longest businessKey a CreateJob may carry (the HTTP API's schema says the same). */
 export const MAX_BUSINESS_KEY_CHARS = 500;
