@@ -6,6 +6,8 @@ export default tseslint.config(
     ignores: [
       '**/node_modules/**',
       '.stack/**',
+      '**/dist/**',
+      'build/**',
       'bench-results/**',
       'bench/src/e2e/scratch/**',
       '**/*.js',

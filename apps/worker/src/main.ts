@@ -7,17 +7,13 @@ import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { fromEnv } from '@sched/config';
-import { Contracts } from '@sched/contracts';
-import { kafkajsPort } from '@sched/kafka';
 import { createLogger, startupStep, type Logger } from '@sched/logging';
 import { serveMetrics, watchEventLoop } from '@sched/metrics';
-import { createPool } from '@sched/store';
 import {
-  avroWorkerCodec,
-  createWorkerMetrics,
+  createWorker,
   fairnessFromEnv,
-  Worker,
   workerConfig,
+  type Worker,
   type WorkerOptions,
 } from '@sched/worker-sdk';
 import type pg from 'pg';
@@ -62,33 +58,10 @@ export interface HandlerModule {
 }
 
 async function main(): Promise<void> {
-  const pool = createPool({
-    databaseUrl,
-    schema,
-    max: Math.min(32, config.concurrency + 4),
-    applicationName: 'sched-worker',
-    onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; it is replaced'),
-  });
-  // The liveness beats on a connection of their own: never queued behind job statements.
-  const livenessPool = createPool({
-    databaseUrl,
-    schema,
-    max: 1,
-    applicationName: 'sched-worker-liveness',
-    onIdleError: (err) => log.warn({ err }, 'the liveness connection failed; it is replaced'),
-  });
-  const contracts = new Contracts({ registryUrl });
-  await startupStep(log, 'schema registry', () => contracts.registerAll());
-  const metrics = createWorkerMetrics(config.workerId);
-  const worker = new Worker({
-    config,
-    kafka: kafkajsPort({ clientId: config.workerId, brokers, logger: log }),
-    pool,
-    livenessPool,
-    codec: avroWorkerCodec(contracts),
-    metrics,
-    log,
-  });
+  const running = await startupStep(log, 'schema registry', () =>
+    createWorker({ brokers, registryUrl, databaseUrl, schema, logger: log }, config),
+  );
+  const { worker, pool, metrics } = running;
   const mod = (await import(pathToFileURL(resolve(handlersPath)).href)) as HandlerModule;
   if (typeof mod.register !== 'function')
     throw new Error(`${handlersPath} must export register(worker, deps)`);
@@ -108,11 +81,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
-    await worker.stop();
+    await running.close();
     loop.stop();
     server.close();
-    await pool.end();
-    await livenessPool.end();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -113,8 +113,8 @@ export type SchedulerCommand =
   | OtherCommand;
 
 /** Stable, machine-readable reasons on `sched.commands.rejected` (the contract's catalogue). */
-export { RejectionReason as RejectReason } from '@sched/contracts';
-import type { RejectionReasonCode } from '@sched/contracts';
+import { RejectionReason, type RejectionReasonCode } from '@sched/contracts';
+export const RejectReason = RejectionReason;
 export type RejectReason = RejectionReasonCode;
 
 /** A command that cannot be applied, and why. */

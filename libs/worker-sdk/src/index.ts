@@ -1,4 +1,5 @@
 export { Worker } from './worker.js';
+export { createWorker, type RunningWorker, type WorkerConnection } from './create-worker.js';
 export { fingerprint } from './completions.js';
 export type { WorkerDeps } from './worker.js';
 export { fairnessFromEnv, workerConfig, workerDefaults } from './config.js';
