@@ -4,7 +4,7 @@
  * `register(worker, { pool, log })` and calls `worker.handle(queue, fn)` for each queue.
  */
 import { hostname } from 'node:os';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { fromEnv } from '@sched/config';
 import { createLogger, startupStep, type Logger } from '@sched/logging';
@@ -48,7 +48,12 @@ const schema = env.SCHED_DB_SCHEMA ?? 'public';
 const brokers = (env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
 const registryUrl = env.SCHED_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
 const metricsPort = Number(env.SCHED_WORKER_METRICS_PORT ?? 9465);
-const handlersPath = env.SCHED_WORKER_HANDLERS ?? new URL('./demo-handlers.ts', import.meta.url).pathname;
+// Beside this module: demo-handlers.ts under tsx, the built demo-handlers.js under node (dist/).
+const handlersPath =
+  env.SCHED_WORKER_HANDLERS ??
+  fileURLToPath(
+    new URL(`./demo-handlers${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url),
+  );
 
 export interface HandlerModule {
   register(

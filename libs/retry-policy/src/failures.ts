@@ -46,9 +46,18 @@ export interface ClassifiedFailure {
 /** Classifies what a handler threw. Also understands `{ retryAfterMs }` / `{ status: 429 }` shaped errors. */
 export function classifyFailure(err: unknown): ClassifiedFailure {
   const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  if (err instanceof Throttled) return { failureClass: 'THROTTLED', retryAfterMs: err.retryAfterMs, message };
-  if (err instanceof PermanentFailure) return { failureClass: 'PERMANENT', retryAfterMs: null, message };
-  if (err instanceof TransientFailure) return { failureClass: 'TRANSIENT', retryAfterMs: null, message };
+  // By class, or by the class's own field and name: a handler built against another copy of the SDK
+  // (a published package beside a bundled worker) throws classes that are not these.
+  const is = (kind: FailureClass, name: string) =>
+    err instanceof Error && err.name === name && (err as { failureClass?: unknown }).failureClass === kind;
+  if (err instanceof Throttled || is('THROTTLED', 'Throttled')) {
+    const after = (err as { retryAfterMs?: unknown }).retryAfterMs;
+    return { failureClass: 'THROTTLED', retryAfterMs: typeof after === 'number' ? after : null, message };
+  }
+  if (err instanceof PermanentFailure || is('PERMANENT', 'PermanentFailure'))
+    return { failureClass: 'PERMANENT', retryAfterMs: null, message };
+  if (err instanceof TransientFailure || is('TRANSIENT', 'TransientFailure'))
+    return { failureClass: 'TRANSIENT', retryAfterMs: null, message };
   if (err && typeof err === 'object') {
     const e = err as { status?: unknown; statusCode?: unknown; retryAfterMs?: unknown };
     const status =

@@ -26,6 +26,26 @@ describe('classifyFailure', () => {
     expect(classifyFailure(new Error('??')).failureClass).toBe('UNKNOWN');
     expect(classifyFailure('boom').failureClass).toBe('UNKNOWN');
   });
+
+  it("knows another copy's classes by their field and name, not a look-alike", () => {
+    // What a handler built against a second copy of the SDK throws: same shape, other class.
+    class PermanentFailure extends Error {
+      readonly failureClass = 'PERMANENT' as const;
+      override name = 'PermanentFailure';
+    }
+    class Throttled extends Error {
+      readonly failureClass = 'THROTTLED' as const;
+      override name = 'Throttled';
+      readonly retryAfterMs = 700;
+    }
+    expect(classifyFailure(new PermanentFailure('bad')).failureClass).toBe('PERMANENT');
+    expect(classifyFailure(new Throttled('slow'))).toMatchObject({
+      failureClass: 'THROTTLED',
+      retryAfterMs: 700,
+    });
+    const lookalike = Object.assign(new Error('x'), { failureClass: 'PERMANENT' });
+    expect(classifyFailure(lookalike).failureClass).toBe('UNKNOWN');
+  });
 });
 
 describe('nextRetryAt', () => {

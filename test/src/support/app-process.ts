@@ -5,7 +5,7 @@ import { endpoints } from './isolation.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-export type AppName = 'scheduler' | 'worker';
+export type AppName = 'scheduler' | 'worker' | 'api';
 
 export interface SchedulerProcess {
   child: ChildProcess;
@@ -31,15 +31,20 @@ export function startScheduler(
   return startApp('scheduler', env, readyTimeoutMs);
 }
 
-/** Starts `apps/<app>/src/main.ts` as a real child process and waits for its READY line. */
+/**
+ * Starts `apps/<app>/src/main.ts` as a real child process and waits for its READY line; with
+ * `built`, the bundle `apps/<app>/dist/main.js` under plain Node (`npm run build` made it).
+ */
 export async function startApp(
   app: AppName,
   env: Record<string, string>,
   readyTimeoutMs = 60_000,
+  options: { built?: boolean } = {},
 ): Promise<SchedulerProcess> {
   const ep = endpoints();
   const marker = new RegExp(`${app.toUpperCase()}_READY (\\{.*\\})`);
-  const child = spawn(process.execPath, [...APP_NODE_FLAGS, '--import', 'tsx', `apps/${app}/src/main.ts`], {
+  const entry = options.built ? [`apps/${app}/dist/main.js`] : ['--import', 'tsx', `apps/${app}/src/main.ts`];
+  const child = spawn(process.execPath, [...APP_NODE_FLAGS, ...entry], {
     cwd: ROOT,
     env: {
       ...process.env,
