@@ -21,6 +21,7 @@ describe('HTTP API on the real stack', () => {
     await s.startScheduler();
     producer = await kafka().producer();
     app = buildApp({
+      checkResponses: true,
       producer,
       contracts: await contracts(),
       pool: s.db.pool,

@@ -59,6 +59,7 @@ describe('tenant isolation probe: tenant B acting on tenant A', () => {
     producer = await kafka().producer();
     const perms = [REPLAY_PERMISSION, 'dlq:replay-quarantined', 'ops:read'];
     app = buildApp({
+      checkResponses: true,
       producer,
       contracts: await contracts(),
       pool: s.db.pool,

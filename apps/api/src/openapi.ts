@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import { SUCCESS_RESPONSES } from './response-schemas.js';
 
 /** The error body of every route (`apps/api/src/errors.ts`), referenced by each route's 4xx/5xx. */
 export const API_ERROR_SCHEMA = {
@@ -25,16 +27,44 @@ export const API_ERROR_SCHEMA = {
 /**
  * The OpenAPI 3.1 document, generated from the routes' JSON schemas (`GET /openapi.json`), and the
  * Swagger UI over it at `/docs`. Must be registered before the routes: every route declared after
- * it is documented, and given the error body as its 4xx and 5xx responses unless it names its own.
+ * it is documented, with its success body (`SUCCESS_RESPONSES`) and the error body as its 4xx and
+ * 5xx responses.
+ *
+ * The response schemas document; they do not shape what is sent (JSON.stringify, not a serializer
+ * compiled from them, which would drop or coerce what they do not name). With `checkResponses`
+ * (the integration tests) every JSON response is validated against its route's schema first, and
+ * one that does not match is a 500 `SCHED_E_RESPONSE_SCHEMA` naming the difference.
  */
-export function registerOpenApi(app: FastifyInstance): void {
+export function registerOpenApi(app: FastifyInstance, options: { checkResponses?: boolean } = {}): void {
   app.addSchema(API_ERROR_SCHEMA);
   app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) return;
+    if (route.url.startsWith('/docs') || route.url === '/openapi.json') return;
     const schema = (route.schema ??= {});
     const response = ((schema as { response?: Record<string, unknown> }).response ??= {});
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods)
+      for (const [code, body] of Object.entries(SUCCESS_RESPONSES[`${method} ${route.url}`] ?? {}))
+        response[code] ??= body;
     response['4xx'] ??= { $ref: 'ApiError#' };
     response['5xx'] ??= { $ref: 'ApiError#' };
+  });
+  const ajv = options.checkResponses
+    ? new Ajv({ strict: false, allErrors: true }).addSchema(API_ERROR_SCHEMA)
+    : null;
+  app.setSerializerCompiler(({ schema, method, url, httpStatus }) => {
+    if (!ajv) return (data) => JSON.stringify(data);
+    const validate = ajv.compile(schema as object);
+    return (data) => {
+      const text = JSON.stringify(data);
+      if (!validate(JSON.parse(text)))
+        throw Object.assign(
+          new Error(
+            `the ${httpStatus} response of ${method} ${url} does not match its documented schema: ${ajv.errorsText(validate.errors)}`,
+          ),
+          { code: 'SCHED_E_RESPONSE_SCHEMA' },
+        );
+      return text;
+    };
   });
   void app.register(swagger, {
     openapi: {

@@ -22,5 +22,7 @@ export async function scenarioApi(
     callers: new Map(Object.entries(callers)),
     payloadValidator: registryPayloadValidator(s.db.pool, endpoints().registryUrl),
     metrics,
+    // Every response the tests get is checked against the OpenAPI document's schema for it.
+    checkResponses: true,
   });
 }
