@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandRefusedError, SchedulerClient, type RejectionReasonCode } from '@sched/client';
 import { endpoints } from './support/isolation.js';
-import { kafka, until } from './support/kafka.js';
+import { recordsOn, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 // The producer client on the real stack: a service with only Kafka and the registry creates,
@@ -12,14 +12,7 @@ describe('@sched/client on the real stack', () => {
   let s: Scenario;
   let client: SchedulerClient;
 
-  const commandCount = async () => {
-    const admin = await kafka().admin();
-    try {
-      return [...(await admin.endOffsets(s.commandsTopic)).values()].reduce((a, b) => a + b, 0);
-    } finally {
-      await admin.disconnect();
-    }
-  };
+  const commandCount = () => recordsOn(s.commandsTopic);
   const stateOf = async (table: 'job' | 'schedule', id: string) => {
     const col = table === 'job' ? 'job_id' : 'schedule_id';
     const { rows } = await s.db.pool.query<{ state: string; due_ms: number | null }>(

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildPackage, emitDeclarations, PUBLISHED } from '../../scripts/build-packages.js';
 import { endpoints, uniqueName } from './support/isolation.js';
+import { runToExit } from './support/run-process.js';
 import { Scenario } from './support/scenario.js';
 
 // The published packages as a user gets them: built, packed with `npm pack`, installed from the
@@ -187,23 +188,15 @@ describe('the published packages, packed and installed outside the workspace', (
       commandsTopic: s.commandsTopic,
       groupId: uniqueName('user-workers'),
     };
-    const out = await new Promise<string>((resolve, reject) => {
-      const child = spawn(process.execPath, ['main.mjs'], {
-        cwd: project,
-        env: { PATH: process.env.PATH, USER_ENV: JSON.stringify(userEnv), LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
-      child.on('exit', (code) => {
-        clearTimeout(timer);
-        if (code === 0) resolve(stdout);
-        else reject(new Error(`user project exited ${code}\n${stdout.slice(-3000)}\n${stderr.slice(-3000)}`));
-      });
+    const done = await runToExit(process.execPath, ['main.mjs'], {
+      cwd: project,
+      env: { PATH: process.env.PATH, USER_ENV: JSON.stringify(userEnv), LOG_LEVEL: 'warn' },
     });
+    if (done.status !== 0)
+      throw new Error(
+        `user project exited ${done.status}\n${done.stdout.slice(-3000)}\n${done.stderr.slice(-3000)}`,
+      );
+    const out = done.stdout;
     const line = out.split('\n').find((l) => l.startsWith('RESULT '));
     expect(line, out.slice(-3000)).toBeDefined();
     const result = JSON.parse(line!.slice('RESULT '.length)) as {

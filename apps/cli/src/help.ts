@@ -43,13 +43,15 @@ sched job show <jobId>
 dueAt: ISO-8601 with an offset (2026-12-31T09:00:00+01:00) or ms since the epoch.
 --wait: exit 0 applied, 3 no-op, 4 rejected, 5 still pending.`,
   command: `sched command <commandId> [--wait 10s]   pending, applied, no-op (with why) or rejected (with the reason)`,
-  submit: `sched submit <queue> <dueAt> [payload-json] [--job-id ID]   produce a CreateJob (tenant SCHED_TENANT)`,
+  submit: `sched submit <queue> <dueAt> [payload-json] [--job-id ID]   produce a CreateJob (tenant SCHED_TENANT)
+checked with the scheduler's rules first: one it would reject exits 2 with its reason, nothing sent`,
   cancel: `sched cancel <jobId>   produce a CancelJob`,
   reschedule: `sched reschedule <jobId> <dueAt>   produce a RescheduleJob`,
   inspect: `sched inspect <jobId>   state, version and attempts, from Postgres`,
   preview: `sched preview '<cron>'|every:<ms> <timeZone> [n]   next fire times in UTC and local time, DST marked`,
-  'dlq-replay': `sched dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] <jobId…>
-needs dlq:replay in SCHED_CLI_PERMISSIONS; one tenant's dead letters (default \`default\`)`,
+  'dlq-replay': `sched dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] [--follow] <jobId…>
+needs dlq:replay in SCHED_CLI_PERMISSIONS; one tenant's dead letters (default \`default\`), released at
+--rate per second (default 10); --follow shows a bar (count, rate, ETA) on stderr until all are released`,
   region: `sched region show
 sched region promote <region> --caller ID --reason TEXT   needs region:promote; fences every owner at once`,
   workers: `sched workers   every worker process: alive or gone, since when, the RUNNING jobs it holds`,

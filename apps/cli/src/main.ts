@@ -25,18 +25,17 @@
  * Reads DATABASE_URL, KAFKA_BROKERS, SCHED_REGISTRY_URL (default: the local stack) and
  * SCHED_COMMANDS_TOPIC. Exit codes: 0 ok, 1 failed, 2 bad usage.
  */
-import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Contracts, type CommandInput } from '@sched/contracts';
+import { CommandRefusedError, SchedulerClient } from '@sched/client';
 import { registryPayloadValidator, replayDeadLetters } from '@sched/dead-letters';
-import { kafkajsPort } from '@sched/kafka';
 import { stackEndpoints } from '@sched/local-stack';
 import { silentLogger } from '@sched/logging';
 import { preview } from '@sched/recurrence';
 import { createPool, homeRegion, regionPromote, workerList } from '@sched/store';
 import { API_COMMANDS, runApiCommand } from './api-commands.js';
 import { helpFor } from './help.js';
+import { followProgress } from './progress.js';
 
 const env = process.env;
 const [command, ...args] = process.argv.slice(2);
@@ -67,19 +66,40 @@ function flag(name: string): string | undefined {
   return v;
 }
 
-async function send(body: CommandInput['body'], key: string): Promise<string> {
-  const contracts = new Contracts({ registryUrl });
-  await contracts.registerAll();
-  const producer = await kafkajsPort({ clientId: 'sched-cli', brokers, logger: silentLogger() }).producer();
-  const cmd: CommandInput = {
-    commandId: randomUUID(),
+/**
+ * The producer client, for the operator commands that write to the command topic: each command is
+ * checked with the scheduler's rules first, and one it would reject is refused here (exit 2, its
+ * reason code, nothing sent).
+ */
+async function withClient<T>(f: (client: SchedulerClient) => Promise<T>): Promise<T> {
+  const client = await SchedulerClient.connect({
+    brokers,
+    registryUrl,
     tenantId: env.SCHED_TENANT ?? 'default',
-    issuedAtMs: Date.now(),
-    body,
-  };
-  await producer.send(topic, [{ key, value: contracts.encodeCommand(cmd) }]);
-  await producer.disconnect();
-  return cmd.commandId;
+    callerId: env.SCHED_CLI_CALLER ?? 'cli',
+    commandsTopic: topic,
+    clientId: 'sched-cli',
+    logger: silentLogger(),
+  });
+  try {
+    return await f(client);
+  } catch (err) {
+    if (err instanceof CommandRefusedError) usage(`${err.reason}: ${err.message} (nothing was sent)`);
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+/** A payload given on the command line: JSON, sent as its UTF-8 bytes. */
+function jsonPayload(text: string | undefined): Buffer {
+  if (text === undefined) return Buffer.from('null');
+  try {
+    JSON.parse(text);
+  } catch (err) {
+    usage(`payload must be JSON (${(err as Error).message})`);
+  }
+  return Buffer.from(text);
 }
 
 async function main(): Promise<void> {
@@ -94,38 +114,28 @@ async function main(): Promise<void> {
   }
   switch (command) {
     case 'submit': {
-      const jobId = flag('--job-id') ?? randomUUID();
+      const jobId = flag('--job-id');
       const [queue, due, payload] = args;
       if (!queue) usage('submit <queue> <dueAt> [payload-json]');
-      const commandId = await send(
-        {
-          kind: 'CreateJob',
-          value: { jobId, queue, dueAtMs: instant(due, 'dueAt'), payload: Buffer.from(payload ?? 'null') },
-        },
-        jobId,
+      const dueAt = instant(due, 'dueAt');
+      const bytes = jsonPayload(payload);
+      const receipt = await withClient((c) =>
+        c.createJob({ queue, dueAt, payload: bytes, ...(jobId === undefined ? {} : { jobId }) }),
       );
-      console.log(JSON.stringify({ jobId, commandId }));
+      console.log(JSON.stringify(receipt));
       return;
     }
     case 'cancel': {
       const [jobId] = args;
       if (!jobId) usage('cancel <jobId>');
-      console.log(
-        JSON.stringify({
-          jobId,
-          commandId: await send({ kind: 'CancelJob', value: { jobId, reason: 'cli' } }, jobId),
-        }),
-      );
+      console.log(JSON.stringify(await withClient((c) => c.cancelJob(jobId, { reason: 'cli' }))));
       return;
     }
     case 'reschedule': {
       const [jobId, due] = args;
       if (!jobId) usage('reschedule <jobId> <dueAt>');
-      const commandId = await send(
-        { kind: 'RescheduleJob', value: { jobId, dueAtMs: instant(due, 'dueAt'), expectedVersion: null } },
-        jobId,
-      );
-      console.log(JSON.stringify({ jobId, commandId }));
+      const dueAt = instant(due, 'dueAt');
+      console.log(JSON.stringify(await withClient((c) => c.rescheduleJob(jobId, dueAt))));
       return;
     }
     case 'inspect': {
@@ -166,8 +176,11 @@ async function main(): Promise<void> {
       const reason = flag('--reason') ?? '';
       const rate = Number(flag('--rate') ?? 10);
       const tenantId = flag('--tenant') ?? 'default';
+      const followAt = args.indexOf('--follow');
+      if (followAt >= 0) args.splice(followAt, 1);
       if (!caller || args.length === 0)
-        usage('dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] <jobId…>');
+        usage('dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] [--follow] <jobId…>');
+      if (!(rate > 0)) usage('--rate must be a positive number of jobs per second');
       const pool = createPool({ databaseUrl, schema: env.SCHED_DB_SCHEMA ?? 'public', max: 2 });
       const permissions = (env.SCHED_CLI_PERMISSIONS ?? '').split(',').filter(Boolean);
       const res = await replayDeadLetters(pool, registryPayloadValidator(pool, registryUrl), {
@@ -176,8 +189,24 @@ async function main(): Promise<void> {
         reason,
         ratePerSec: rate,
       });
-      await pool.end();
       console.log(JSON.stringify(res, null, 2));
+      try {
+        // --follow: a bar on stderr while the scheduler releases them at the rate (each leaves SCHEDULED).
+        if (followAt >= 0 && res.replayed.length > 0)
+          await followProgress(
+            res.replayed.length,
+            async () =>
+              (
+                await pool.query<{ n: number }>(
+                  "SELECT count(*)::int AS n FROM job WHERE job_id = ANY($1::text[]) AND state <> 'SCHEDULED'",
+                  [res.replayed],
+                )
+              ).rows[0]!.n,
+            { unit: 'released' },
+          );
+      } finally {
+        await pool.end();
+      }
       return;
     }
     case 'region': {

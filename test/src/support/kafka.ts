@@ -237,3 +237,13 @@ export function claimLateness(seen: readonly SeenDispatch[]): string {
   const q = (p: number) => late[Math.min(late.length - 1, Math.floor(p * late.length))]!;
   return `due → claim p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${late[late.length - 1]} ms over ${late.length} dispatches`;
 }
+
+/** The sum of a topic's end offsets: how many records it has ever had (a test's "nothing was sent"). */
+export async function recordsOn(topic: string): Promise<number> {
+  const admin = await kafka().admin();
+  try {
+    return [...(await admin.endOffsets(topic)).values()].reduce((a, b) => a + b, 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
