@@ -160,6 +160,15 @@ describe('the published packages, packed and installed outside the workspace', (
     expect(JSON.stringify(installed.exports)).toContain('./lib/index.js');
 
     writeFileSync(join(project, 'typed.ts'), USER_TYPES);
+    // The README's TypeScript, as a user would paste it (its helpers declared).
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const snippets = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    expect(snippets.length).toBeGreaterThanOrEqual(2);
+    snippets.forEach((code, i) => writeFileSync(join(project, `readme-${i}.ts`), `${code}\nexport {};\n`));
+    writeFileSync(
+      join(project, 'readme-helpers.d.ts'),
+      'declare function sendEmail(mail: unknown, options: { idempotencyKey: string }): Promise<void>;\n',
+    );
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({
@@ -172,7 +181,7 @@ describe('the published packages, packed and installed outside the workspace', (
           skipLibCheck: false,
           types: ['node'],
         },
-        files: ['typed.ts'],
+        files: ['typed.ts', 'readme-helpers.d.ts', ...snippets.map((_, i) => `readme-${i}.ts`)],
       }),
     );
     run(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], project);

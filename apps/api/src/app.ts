@@ -85,7 +85,12 @@ export interface ApiContext extends ApiDeps {
 
 /** Builds the HTTP API without listening (tests use `app.inject`). */
 export function buildApp(deps: ApiDeps): FastifyInstance {
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024 });
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 16 * 1024 * 1024,
+    // An instant is a string or an integer (`type: ['string', 'integer']`): allowed, not warned about.
+    ajv: { customOptions: { allowUnionTypes: true } },
+  });
   const anonymous: ApiCaller = { id: 'anonymous', tenantId: 'default', permissions: [] };
   const auth = deps.auth ?? 'keys';
   // Held by digest: a key given in the clear is hashed here.
