@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
-import { SUCCESS_RESPONSES } from './response-schemas.js';
+import { QUERYSTRINGS, SUCCESS_RESPONSES } from './response-schemas.js';
 
 /** The error body of every route (`apps/api/src/errors.ts`), referenced by each route's 4xx/5xx. */
 export const API_ERROR_SCHEMA = {
@@ -42,9 +42,12 @@ export function registerOpenApi(app: FastifyInstance, options: { checkResponses?
     const schema = (route.schema ??= {});
     const response = ((schema as { response?: Record<string, unknown> }).response ??= {});
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods)
+    for (const method of methods) {
       for (const [code, body] of Object.entries(SUCCESS_RESPONSES[`${method} ${route.url}`] ?? {}))
         response[code] ??= body;
+      const q = QUERYSTRINGS[`${method} ${route.url}`];
+      if (q !== undefined) (schema as { querystring?: unknown }).querystring ??= q;
+    }
     response['4xx'] ??= { $ref: 'ApiError#' };
     response['5xx'] ??= { $ref: 'ApiError#' };
   });

@@ -275,3 +275,36 @@ export const SUCCESS_RESPONSES: Readonly<Record<string, Readonly<Record<number, 
   'DELETE /v1/tenants/:tenantId/keys/:keyId': { 200: API_KEY },
   'GET /v1/commands/:commandId': { 200: COMMAND_STATUS },
 };
+
+function query(properties: Record<string, { description: string; enum?: readonly string[] }>) {
+  return {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(properties).map(([k, v]) => [k, { type: 'string', ...v }])),
+  } as const;
+}
+
+/** The query parameters of the routes that take any, by `METHOD url` (documented and validated). */
+export const QUERYSTRINGS: Readonly<Record<string, unknown>> = {
+  'GET /v1/dlq': query({
+    queue: { description: 'only this queue' },
+    limit: { description: 'at most this many, oldest first (default 100, at most 1000)' },
+  }),
+  'GET /v1/queues': query({
+    overdueAfterMs: { description: 'count a job as overdue once due this long ago (default 2000)' },
+  }),
+  'GET /v1/schedules/:scheduleId/occurrences': query({
+    limit: { description: 'at most this many, newest first (default 100, at most 1000)' },
+  }),
+  'GET /v1/schedules/preview': query({
+    cron: { description: 'a cron rule (5 or 6 fields)' },
+    intervalMs: { description: 'or a fixed interval, in ms' },
+    timeZone: { description: 'IANA zone the rule is read in (default UTC)' },
+    from: { description: 'preview from this instant (default now)' },
+    n: { description: 'how many fire times (default 10, at most 1000)' },
+    dstSkippedPolicy: { description: 'a local time the spring-forward gap skips', enum: ['SHIFT', 'SKIP'] },
+    dstRepeatedPolicy: { description: 'a local time the fall-back repeats', enum: ['FIRST', 'LAST', 'BOTH'] },
+  }),
+  'GET /v1/commands/:commandId': query({
+    wait: { description: 'hold the answer until decided, up to this long: 5s, 500ms or ms (at most 30s)' },
+  }),
+};
