@@ -147,6 +147,10 @@ export interface SchedulerOptions {
   queueMaxUnstarted: number;
   /** How often the admission control counts the queues (ms). */
   admissionEveryMs: number;
+  /** The replication slot the outbox is relayed through (its lag and activity are exported). */
+  outboxSlot: string;
+  /** How often the slot is read (ms); 0: never. */
+  slotCheckEveryMs: number;
   /** Test hook: SIGKILL between generating a schedule occurrence and committing (never in production). */
   testCrashAfterGenerate: boolean;
 }
@@ -182,6 +186,8 @@ export const schedulerDefaults: SchedulerOptions = {
   maxUnstartedDispatches: 20,
   queueMaxUnstarted: 50_000,
   admissionEveryMs: 1_000,
+  outboxSlot: 'sched_outbox',
+  slotCheckEveryMs: 10_000,
   heartbeatIntervalMs: 1_000,
   fetchMaxWaitMs: 20,
   commitIntervalMs: 200,
@@ -237,6 +243,7 @@ export function schedulerConfig(options: Partial<SchedulerOptions>): SchedulerCo
     );
     requireNonNegativeInt(problem, 'queueMaxUnstarted (SCHED_QUEUE_MAX_UNSTARTED)', c.queueMaxUnstarted);
     requirePositiveInt(problem, 'admissionEveryMs (SCHED_ADMISSION_EVERY_MS)', c.admissionEveryMs);
+    requireNonNegativeInt(problem, 'slotCheckEveryMs (SCHED_SLOT_CHECK_EVERY_MS)', c.slotCheckEveryMs);
     requireNonNegativeInt(problem, 'workerGoneWindowMs', c.workerGoneWindowMs);
     requireNonNegativeInt(problem, 'minRoundGapMs', c.minRoundGapMs);
     requireNonNegativeInt(problem, 'tenantBacklogEveryMs', c.tenantBacklogEveryMs);
@@ -293,6 +300,8 @@ export const schedulerEnv: EnvSpec<SchedulerOptions> = {
   maxUnstartedDispatches: { env: 'SCHED_MAX_UNSTARTED_DISPATCHES', kind: 'int' },
   queueMaxUnstarted: { env: 'SCHED_QUEUE_MAX_UNSTARTED', kind: 'int' },
   admissionEveryMs: { env: 'SCHED_ADMISSION_EVERY_MS', kind: 'int' },
+  outboxSlot: { env: 'SCHED_OUTBOX_SLOT', kind: 'string' },
+  slotCheckEveryMs: { env: 'SCHED_SLOT_CHECK_EVERY_MS', kind: 'int' },
   heartbeatIntervalMs: { env: 'SCHED_HEARTBEAT_INTERVAL_MS', kind: 'int' },
   commitIntervalMs: { env: 'SCHED_COMMIT_INTERVAL_MS', kind: 'int' },
   lifecycleEvents: { env: 'SCHED_LIFECYCLE_EVENTS', kind: 'bool' },

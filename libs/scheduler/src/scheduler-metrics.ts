@@ -243,6 +243,21 @@ export function createSchedulerMetrics(ownerId: string) {
       'age of the oldest dead letter not yet replayed',
     ),
     dlqSize: gauge(registry, 'sched_dlq_size', 'dead letters not yet replayed'),
+    slotLagBytes: gauge(
+      registry,
+      'sched_outbox_slot_lag_bytes',
+      "WAL bytes the outbox's replication slot holds that its consumer has not confirmed (read every slotCheckEveryMs)",
+    ),
+    slotActive: gauge(
+      registry,
+      'sched_outbox_slot_active',
+      "1 while a consumer (Debezium) holds the outbox's replication slot, 0 when none does or the slot is missing",
+    ),
+    commandTopicPartitions: gauge(
+      registry,
+      'sched_command_topic_partitions',
+      'partitions of the command topic (the count the jobs were placed with): compare with the sum of sched_partitions_owned',
+    ),
     outboxPruned: counter(registry, 'sched_outbox_pruned_total', 'outbox rows pruned'),
     finishedJobsPruned: counter(
       registry,

@@ -13,6 +13,7 @@ import {
   jobExpireDue,
   leaseReap,
   outboxEmit,
+  outboxSlotState,
   homeRegion,
   inTransaction,
   NotHomeRegionError,
@@ -268,6 +269,10 @@ export class Scheduler {
     this.every(c.pruneEveryMs, () => this.pruneOnce());
     this.every(c.generateEveryMs, () => this.generateOnce());
     this.every(HOME_REGION_CHECK_MS, () => this.checkHomeRegionOnce());
+    if (c.slotCheckEveryMs > 0) {
+      void this.checkSlotOnce().catch(() => undefined);
+      this.every(c.slotCheckEveryMs, () => this.checkSlotOnce());
+    }
     if (c.observeDispatch) {
       this.observer = new DispatchObserver(
         this.d.kafka,
@@ -296,6 +301,7 @@ export class Scheduler {
     if (now <= 0) return; // the consumer reports a missing topic itself
     const { recorded, recordedAtMs } = await commandTopicLayout(this.d.pool, topic, now);
     this.topicPartitions = now;
+    this.d.metrics.commandTopicPartitions.set(recorded);
     if (recorded === now) return;
     throw Object.assign(
       new Error(
@@ -543,6 +549,13 @@ export class Scheduler {
         rt.place(scheduleEntryId(s.scheduleId), s.nextFireAtMs, FireTags.FIRST);
       else rt.forget(scheduleEntryId(s.scheduleId));
     }
+  }
+
+  /** The outbox slot's lag and activity, for alerts that do not go silent when the relay stops. */
+  async checkSlotOnce(): Promise<void> {
+    const slot = await outboxSlotState(this.d.pool, this.d.config.outboxSlot);
+    this.d.metrics.slotActive.set(slot?.active ? 1 : 0);
+    this.d.metrics.slotLagBytes.set(slot?.lagBytes ?? 0);
   }
 
   /** Retention: old outbox rows, command ids and finished jobs (see retentionSweep). */

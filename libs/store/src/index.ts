@@ -42,8 +42,8 @@ export {
   jobOverdueFair,
 } from './job-claim.js';
 export type { ClaimAdmission, ClaimedJob, OverdueJob, OwnedPartition } from './job-claim.js';
-export { outboxEmit, outboxEmitReady } from './outbox.js';
-export type { OutboxRow } from './outbox.js';
+export { outboxEmit, outboxEmitReady, outboxSlotState } from './outbox.js';
+export type { OutboxRow, SlotState } from './outbox.js';
 export { DEFAULT_REAP_BUDGET, leaseReap } from './lease-reap.js';
 export { LEASE_FIRST_CHECK_MS } from './lease-check.js';
 export type { ReapBudget, ReapedJob } from './lease-reap.js';

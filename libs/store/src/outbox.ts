@@ -66,3 +66,29 @@ export async function outboxEmitReady(client: pg.ClientBase | pg.Pool): Promise<
   );
   return rows[0]?.ok === true;
 }
+
+/** The outbox's replication slot as Postgres sees it (`pg_replication_slots`). */
+export interface SlotState {
+  /** Whether a consumer (Debezium) holds the slot now. */
+  active: boolean;
+  /** WAL bytes between the server's current position and what the consumer confirmed. */
+  lagBytes: number;
+}
+
+/**
+ * The replication slot the outbox is relayed through, or null when there is none by that name (or
+ * this is a standby, whose WAL position is not its own). The sampled publication lag goes silent
+ * when the relay stops; this does not.
+ */
+export async function outboxSlotState(pool: pg.Pool, slotName: string): Promise<SlotState | null> {
+  const { rows } = await pool.query<{ active: boolean; lag: number | null; standby: boolean }>(
+    `SELECT active, pg_is_in_recovery() AS standby,
+            CASE WHEN pg_is_in_recovery() THEN NULL
+                 ELSE pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::float8 END AS lag
+     FROM pg_replication_slots WHERE slot_name = $1`,
+    [slotName],
+  );
+  const r = rows[0];
+  if (!r || r.standby) return null;
+  return { active: r.active, lagBytes: Math.max(0, r.lag ?? 0) };
+}
