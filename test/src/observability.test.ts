@@ -7,7 +7,7 @@ import { parser } from '@prometheus-io/lezer-promql';
 import type { MessageProducer } from '@sched/kafka';
 import { createRegistry } from '@sched/metrics';
 import { scenarioApi } from './support/api.js';
-import { kafka, until } from './support/kafka.js';
+import { createJob, kafka, until } from './support/kafka.js';
 import { Scenario } from './support/scenario.js';
 
 // The observability pack (deploy/observability) against the running processes: every alert rule
@@ -117,6 +117,22 @@ describe('the observability pack against the running processes', () => {
     console.log(
       `observability: ${used.length} metric names in the pack, all exposed by the running processes`,
     );
+  });
+
+  it('the worker measures a job from its due time to its success, per queue', async () => {
+    await s.producer.send([
+      createJob('observed-1', s.queue, Date.now() + 500, { payload: Buffer.from('{}') }),
+    ]);
+    await until('succeeded', 30_000, async () => (await s.jobStates()).get('observed-1') === 'SUCCEEDED');
+    const worker = s.workers[0]!;
+    await until(
+      'observed',
+      10_000,
+      async () => (await worker.metric('sched_worker_due_to_success_seconds_count', { queue: s.queue })) >= 1,
+    );
+    const seconds = await worker.metric('sched_worker_due_to_success_seconds_sum', { queue: s.queue });
+    expect(seconds).toBeGreaterThan(0);
+    expect(seconds).toBeLessThan(30);
   });
 
   it("the slot gauges see the outbox slot held by Connect, and the command topic's partitions", async () => {

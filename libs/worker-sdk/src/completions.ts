@@ -78,6 +78,7 @@ export class Completions {
       this.d.metrics.execution.observe({ ...q, outcome: 'SUCCEEDED' }, seconds);
       const ok = await this.successes.submit({ lease, event: this.event(rec, 'SUCCEEDED', null) });
       if (!ok) this.d.metrics.refusedCompletion.inc(q);
+      else this.d.metrics.dueToSuccess.observe(q, Math.max(0, Date.now() - rec.dueAtMs) / 1000);
       return;
     }
     await this.fail(rec, lease, queuePolicy, error, reason === 'TIMED_OUT', startedAtMs, seconds);

@@ -88,6 +88,13 @@ export function createWorkerMetrics(workerId: string) {
       ['queue', 'class'],
     ),
     deadLettered: counter(registry, 'sched_dlq_ingress_total', 'jobs dead-lettered', ['queue', 'class']),
+    dueToSuccess: histogram(
+      registry,
+      'sched_worker_due_to_success_seconds',
+      "a job's due time → its success committed, per queue: the whole way (firing, relay, queueing, handler), seconds",
+      [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+      ['queue'],
+    ),
     leaseLost: counter(
       registry,
       'sched_worker_lease_expired_total',
