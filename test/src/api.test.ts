@@ -192,6 +192,14 @@ describe('HTTP API on the real stack', () => {
     const next = (r.json() as { next: { utc: string; local: string; dst: string }[] }).next;
     expect(next.map((x) => x.dst)).toEqual(['NONE', 'SHIFTED', 'NONE']);
     expect(next[1]!.local).toMatch(/^2026-03-08T03:00:00/); // 02:30 does not exist that night: shifted to 03:00
+    // `from` as integer ms since the epoch, as its error message offers.
+    const ms = await app.inject({
+      method: 'GET',
+      url: `/v1/schedules/preview?cron=${encodeURIComponent('30 2 * * *')}&timeZone=America/New_York&from=${Date.parse('2026-03-06T12:00:00Z')}&n=3`,
+      headers: dev,
+    });
+    expect(ms.statusCode).toBe(200);
+    expect(ms.json()).toEqual(r.json());
   });
 
   it('creates a schedule whose occurrences show up in the ledger', async () => {

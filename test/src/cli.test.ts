@@ -74,6 +74,17 @@ describe('the CLI on the real stack', () => {
       { args: ['reschedule', 'x', '0'], status: 2, says: 'DUE_AT_OUT_OF_RANGE' },
       { args: ['preview', 'every day at nine', 'UTC'], status: 1, says: 'SCHED_E_INVALID_CRON' },
       { args: ['preview', '0 9 * * *', 'Mars/Olympus'], status: 1, says: 'SCHED_E_UNKNOWN_ZONE' },
+      {
+        args: ['preview', '0 9 * * *', 'UTC', '3', '--dst-skipped', 'NOPE'],
+        status: 2,
+        says: '--dst-skipped',
+      },
+      {
+        args: ['preview', '0 9 * * *', 'UTC', '3', '--from', 'yesterday'],
+        status: 2,
+        says: '--from must be',
+      },
+      { args: ['preview', '0 9 * * *', 'UTC', '0'], status: 2, says: 'n must be 1..1000' },
       { args: ['dlq-replay', 'some-job'], status: 2, says: '--caller ID --reason TEXT' },
       {
         args: ['dlq-replay', '--caller', 'op', '--reason', 'r', '--rate', '0', 'j'],
@@ -115,6 +126,31 @@ describe('the CLI on the real stack', () => {
     });
     expect(await commandCount()).toBe(before);
     console.log(`cli: ${cases.length} bad inputs refused with their codes, 0 records sent`);
+  });
+
+  it('previews from a given instant under the DST policies given', async () => {
+    const night = ['preview', '30 2 * * *', 'America/New_York', '3', '--from', '2026-03-06T12:00:00Z'];
+    const shifted = await sched(night);
+    expect(shifted.status, shifted.stderr).toBe(0);
+    expect(shifted.stdout.split('\n')[1]).toMatch(/2026-03-08T03:00:00-04:00\s+SHIFTED$/);
+    const skipped = await sched([...night, '--dst-skipped', 'SKIP']);
+    expect(skipped.stdout).not.toContain('2026-03-08');
+    const both = await sched([
+      'preview',
+      '30 1 * * *',
+      'America/New_York',
+      '2',
+      '--from',
+      '2026-10-31T12:00:00Z',
+      '--dst-repeated',
+      'BOTH',
+    ]);
+    expect(
+      both.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/\s+/)[2]),
+    ).toEqual(['REPEATED_FIRST', 'REPEATED_SECOND']);
   });
 
   it('submits through the producer client, as the operator it names', async () => {

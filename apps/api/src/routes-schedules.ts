@@ -170,6 +170,9 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
     };
     checkRule(spec);
     const n = Math.min(Math.max(Number(q.n ?? 10), 1), 1000);
-    return { next: preview(spec, q.from === undefined ? ctx.now() : parseInstant('from', q.from), n) };
+    // In a query string every value is text: integer ms since the epoch come as digits.
+    const from =
+      q.from === undefined ? ctx.now() : parseInstant('from', /^\d+$/.test(q.from) ? Number(q.from) : q.from);
+    return { next: preview(spec, from, n) };
   });
 }

@@ -13,7 +13,7 @@ Operator commands (Postgres and Kafka directly, with the credentials given: DATA
 KAFKA_BROKERS, SCHED_REGISTRY_URL, SCHED_COMMANDS_TOPIC; SCHED_TENANT, SCHED_CLI_PERMISSIONS):
   submit | cancel | reschedule   produce a job command to the command topic
   inspect <jobId>                state, version, attempts
-  preview <cron|every:MS> <timeZone> [n]
+  preview <cron|every:MS> <timeZone> [n] [--from T] [--dst-skipped P] [--dst-repeated P]
   dlq-replay                     governed replay of one tenant's dead letters
   region show | region promote   the home region
   workers                        every worker process's liveness row
@@ -48,7 +48,8 @@ checked with the scheduler's rules first: one it would reject exits 2 with its r
   cancel: `sched cancel <jobId>   produce a CancelJob`,
   reschedule: `sched reschedule <jobId> <dueAt>   produce a RescheduleJob`,
   inspect: `sched inspect <jobId>   state, version and attempts, from Postgres`,
-  preview: `sched preview '<cron>'|every:<ms> <timeZone> [n]   next fire times in UTC and local time, DST marked`,
+  preview: `sched preview '<cron>'|every:<ms> <timeZone> [n] [--from INSTANT] [--dst-skipped SHIFT|SKIP] [--dst-repeated FIRST|LAST|BOTH]
+the next n (default 10) fire times from now or --from, in UTC and local time, DST marked, under the DST policies given`,
   'dlq-replay': `sched dlq-replay --caller ID --reason TEXT [--tenant ID] [--rate N] [--follow] <jobId…>
 needs dlq:replay in SCHED_CLI_PERMISSIONS; one tenant's dead letters (default \`default\`), released at
 --rate per second (default 10); --follow shows a bar (count, rate, ETA) on stderr until all are released`,

@@ -159,13 +159,31 @@ async function main(): Promise<void> {
       return;
     }
     case 'preview': {
+      const from = flag('--from');
+      const skipped = flag('--dst-skipped') ?? 'SHIFT';
+      const repeated = flag('--dst-repeated') ?? 'FIRST';
       const [rule, timeZone, n] = args;
-      if (!rule || !timeZone) usage('preview <cron|every:MS> <timeZone> [n]');
+      const shape =
+        'preview <cron|every:MS> <timeZone> [n] [--from INSTANT] [--dst-skipped SHIFT|SKIP] [--dst-repeated FIRST|LAST|BOTH]';
+      if (!rule || !timeZone) usage(shape);
+      if (skipped !== 'SHIFT' && skipped !== 'SKIP') usage(`--dst-skipped must be SHIFT or SKIP; ${shape}`);
+      if (repeated !== 'FIRST' && repeated !== 'LAST' && repeated !== 'BOTH')
+        usage(`--dst-repeated must be FIRST, LAST or BOTH; ${shape}`);
+      const count = Number(n ?? 10);
+      if (!Number.isSafeInteger(count) || count < 1 || count > 1000) usage(`n must be 1..1000; ${shape}`);
       const every = rule.startsWith('every:') ? Number(rule.slice(6)) : null;
       for (const line of preview(
-        { cron: every === null ? rule : null, intervalMs: every, timeZone, startAtMs: null, endAtMs: null },
-        Date.now(),
-        Number(n ?? 10),
+        {
+          cron: every === null ? rule : null,
+          intervalMs: every,
+          timeZone,
+          startAtMs: null,
+          endAtMs: null,
+          dstSkipped: skipped,
+          dstRepeated: repeated,
+        },
+        from === undefined ? Date.now() : instant(from, '--from'),
+        count,
       )) {
         console.log(`${line.utc}  ${line.local}  ${line.dst}`);
       }
