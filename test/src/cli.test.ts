@@ -106,6 +106,9 @@ describe('the CLI on the real stack', () => {
       { args: ['job', 'cancel', 'no-such-job'], env: KEY, status: 1, says: 'SCHED_E_NOT_FOUND' },
       { args: ['job', 'create', q, future, '--wait'], env: KEY, status: 2, says: '--wait needs a value' },
       { args: ['command', 'no-such-command'], env: KEY, status: 1, says: 'SCHED_E_NOT_FOUND' },
+      { args: ['job', 'list', '--state', 'SLEEPING'], env: KEY, status: 1, says: 'SCHED_E_VALIDATION' },
+      { args: ['schedule', 'show'], env: KEY, status: 2, says: 'schedule list' },
+      { args: ['schedule', 'show', 'no-such-schedule'], env: KEY, status: 1, says: 'SCHED_E_NOT_FOUND' },
       {
         args: ['tenant', 'create', 'x'],
         env: { SCHED_API_KEY: 'wrong' },

@@ -24,6 +24,7 @@ import { registerPartitionRoutes } from './routes-partitions.js';
 import { registerQueueRoutes } from './routes-queues.js';
 import { registerAdminRoutes } from './routes-admin.js';
 import { registerCommandRoutes } from './routes-commands.js';
+import { registerSearchRoutes } from './routes-search.js';
 import { registerOpenApi } from './openapi.js';
 
 const TENANT_CACHE_MS = 1_000;
@@ -326,6 +327,7 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
     registerPartitionRoutes(api, ctx);
     registerAdminRoutes(api, ctx);
     registerCommandRoutes(api, ctx);
+    registerSearchRoutes(api, ctx);
   });
   return app;
 }

@@ -85,6 +85,52 @@ export const JOB = object(
   ['jobId', 'tenantId', 'queue', 'state', 'version', 'dueAt', 'attempts'],
 );
 
+/** A job in a list: the job's row without its attempts. */
+export const JOB_SUMMARY = {
+  ...JOB,
+  required: JOB.required.filter((k) => k !== 'attempts'),
+  properties: Object.fromEntries(Object.entries(JOB.properties).filter(([k]) => k !== 'attempts')),
+} as const;
+
+const NEXT_CURSOR = {
+  type: ['string', 'null'],
+  description: 'pass as cursor for the next page; null at the end',
+};
+
+export const JOB_PAGE = object({ jobs: { type: 'array', items: JOB_SUMMARY }, nextCursor: NEXT_CURSOR });
+
+export const SCHEDULE = object(
+  {
+    scheduleId: str,
+    tenantId: str,
+    queue: str,
+    state: { type: 'string', enum: ['ACTIVE', 'PAUSED', 'DELETED', 'COMPLETED'] },
+    cron: nullableStr,
+    intervalMs: { type: ['number', 'null'] },
+    timeZone: str,
+    startAt: nullableInstant,
+    endAt: nullableInstant,
+    maxRuns: nullableInt,
+    runs: int,
+    nextFireAt: nullableInstant,
+    misfirePolicy: str,
+    overlapPolicy: str,
+    dstSkippedPolicy: str,
+    dstRepeatedPolicy: str,
+    jitterWindowMs: { type: 'number' },
+    priority: int,
+    version: int,
+    createdAt: instant,
+    updatedAt: instant,
+  },
+  ['scheduleId', 'tenantId', 'queue', 'state', 'timeZone', 'runs', 'version'],
+);
+
+export const SCHEDULE_PAGE = object({
+  schedules: { type: 'array', items: SCHEDULE },
+  nextCursor: NEXT_CURSOR,
+});
+
 export const OCCURRENCES = object({
   scheduleId: str,
   fates: { type: 'object', additionalProperties: int, description: 'count per fate' },
@@ -247,7 +293,10 @@ export const SUCCESS_RESPONSES: Readonly<Record<string, Readonly<Record<number, 
   'POST /v1/jobs': { 202: COMMAND_ACCEPTED },
   'POST /v1/jobs/batch': { 202: JOBS_ACCEPTED },
   'DELETE /v1/jobs/:jobId': { 202: COMMAND_ACCEPTED },
+  'GET /v1/jobs': { 200: JOB_PAGE },
   'GET /v1/jobs/:jobId': { 200: JOB },
+  'GET /v1/schedules': { 200: SCHEDULE_PAGE },
+  'GET /v1/schedules/:scheduleId': { 200: SCHEDULE },
   'POST /v1/jobs/:jobId/reschedule': { 202: COMMAND_ACCEPTED },
   'PUT /v1/schedules/:scheduleId': { 202: SCHEDULE_ACCEPTED },
   'DELETE /v1/schedules/:scheduleId': { 202: COMMAND_ACCEPTED },
@@ -285,6 +334,27 @@ function query(properties: Record<string, { description: string; enum?: readonly
 
 /** The query parameters of the routes that take any, by `METHOD url` (documented and validated). */
 export const QUERYSTRINGS: Readonly<Record<string, unknown>> = {
+  'GET /v1/jobs': query({
+    state: {
+      description: 'only jobs in this state',
+      enum: ['SCHEDULED', 'DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'DEAD', 'CANCELLED', 'EXPIRED'],
+    },
+    queue: { description: 'only this queue' },
+    dueFrom: { description: 'due at or after this instant (ISO-8601 or ms since the epoch)' },
+    dueTo: { description: 'due before this instant' },
+    businessKey: { description: 'only jobs with this business key' },
+    limit: { description: 'page size, 1..1000 (default 100)' },
+    cursor: { description: "the previous page's nextCursor" },
+  }),
+  'GET /v1/schedules': query({
+    state: {
+      description: 'only schedules in this state',
+      enum: ['ACTIVE', 'PAUSED', 'DELETED', 'COMPLETED'],
+    },
+    queue: { description: 'only this queue' },
+    limit: { description: 'page size, 1..1000 (default 100)' },
+    cursor: { description: "the previous page's nextCursor" },
+  }),
   'GET /v1/dlq': query({
     queue: { description: 'only this queue' },
     limit: { description: 'at most this many, oldest first (default 100, at most 1000)' },

@@ -37,7 +37,7 @@ class ApiCallError extends Error {
   }
 }
 
-export const API_COMMANDS = new Set(['tenant', 'queue', 'job', 'command']);
+export const API_COMMANDS = new Set(['tenant', 'queue', 'job', 'schedule', 'command']);
 
 export async function runApiCommand(command: string, d: ApiCliDeps): Promise<number> {
   const base = (d.env.SCHED_API_URL ?? 'http://127.0.0.1:3000').replace(/\/$/, '');
@@ -150,7 +150,19 @@ export async function runApiCommand(command: string, d: ApiCliDeps): Promise<num
           const body = { queue: a, dueAt: d.instant(b, 'dueAt'), payload, ...(jobId ? { jobId } : {}) };
           return await sent(await call('POST', '/v1/jobs', body), wait);
         }
-        if (!a) d.usage('job <create|cancel|reschedule|show> …');
+        if (sub === 'list') {
+          const params = new URLSearchParams();
+          for (const name of ['state', 'queue', 'due-from', 'due-to', 'business-key', 'limit', 'cursor']) {
+            const v = flag(`--${name}`);
+            if (v !== undefined)
+              params.set(
+                name.replace(/-([a-z])/g, (_m, ch: string) => ch.toUpperCase()),
+                v,
+              );
+          }
+          return show(call('GET', `/v1/jobs?${params.toString()}`));
+        }
+        if (!a) d.usage('job <create|cancel|reschedule|show|list> …');
         if (sub === 'cancel') return await sent(await call('DELETE', `/v1/jobs/${enc(a)}`), wait);
         if (sub === 'reschedule')
           return await sent(
@@ -159,6 +171,20 @@ export async function runApiCommand(command: string, d: ApiCliDeps): Promise<num
           );
         if (sub === 'show') return show(call('GET', `/v1/jobs/${enc(a)}`));
         return d.usage(`unknown job command "${sub ?? ''}"`);
+      }
+      case 'schedule': {
+        if (sub === 'list') {
+          const params = new URLSearchParams();
+          for (const name of ['state', 'queue', 'limit', 'cursor']) {
+            const v = flag(`--${name}`);
+            if (v !== undefined) params.set(name, v);
+          }
+          return show(call('GET', `/v1/schedules?${params.toString()}`));
+        }
+        if (sub === 'show' && a) return show(call('GET', `/v1/schedules/${enc(a)}`));
+        return d.usage(
+          'schedule list [--state S] [--queue Q] [--limit N] [--cursor C] | schedule show <scheduleId>',
+        );
       }
       case 'command': {
         const wait = flag('--wait') ?? '0';

@@ -6,7 +6,8 @@ Through the HTTP API (a tenant's commands; SCHED_API_URL, default http://127.0.0
 SCHED_API_KEY, a key the API issued or a bootstrap one):
   tenant    create, show, list, key, keys, revoke, disable, enable
   queue     create, show, list, pause, resume
-  job       create, cancel, reschedule, show   (--wait 10s: wait for the scheduler's decision)
+  job       create, cancel, reschedule, show, list   (--wait 10s: wait for the scheduler's decision)
+  schedule  list, show
   command   <commandId> [--wait 10s]           what became of a command
 
 Operator commands (Postgres and Kafka directly, with the credentials given: DATABASE_URL,
@@ -40,8 +41,11 @@ sched queue pause <name> | sched queue resume <name>   no dispatch while paused;
 sched job cancel <jobId> [--wait 10s]
 sched job reschedule <jobId> <dueAt> [--wait 10s]
 sched job show <jobId>
+sched job list [--state S] [--queue Q] [--due-from T] [--due-to T] [--business-key K] [--limit N] [--cursor C]
 dueAt: ISO-8601 with an offset (2026-12-31T09:00:00+01:00) or ms since the epoch.
 --wait: exit 0 applied, 3 no-op, 4 rejected, 5 still pending.`,
+  schedule: `sched schedule list [--state S] [--queue Q] [--limit N] [--cursor C]   the tenant's schedules, a page at a time
+sched schedule show <scheduleId>   its rule, policies, runs and next fire time`,
   command: `sched command <commandId> [--wait 10s]   pending, applied, no-op (with why) or rejected (with the reason)`,
   submit: `sched submit <queue> <dueAt> [payload-json] [--job-id ID]   produce a CreateJob (tenant SCHED_TENANT)
 checked with the scheduler's rules first: one it would reject exits 2 with its reason, nothing sent`,
