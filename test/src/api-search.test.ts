@@ -137,4 +137,38 @@ describe('job search and schedule reads', () => {
       expect((r.body.error as { code: string }).code, url).toBe('SCHED_E_VALIDATION');
     }
   });
+
+  it("cancels by filter: a dry run counts, the real one cancels exactly those, another tenant's untouched", async () => {
+    const post = (payload: object, headers = A) =>
+      app.inject({ method: 'POST', url: '/v1/jobs/cancel', headers, payload });
+    const dry = await post({ businessKey: 'customer-7', dryRun: true });
+    expect(dry.statusCode).toBe(200);
+    expect(dry.json()).toEqual({
+      matched: 5,
+      sent: 0,
+      more: false,
+      jobIds: ['find-00', 'find-05', 'find-10', 'find-15', 'find-20'],
+    });
+    expect((await post({ dryRun: true })).statusCode).toBe(400); // no filter: refused
+    expect((await post({ state: 'SUCCEEDED' })).statusCode).toBe(400); // not cancellable
+    expect((await post({ businessKey: 'customer-7', dueFrom: 'soon' })).statusCode).toBe(400);
+    const real = await post({ businessKey: 'customer-7', reason: 'customer left' });
+    expect(real.json()).toMatchObject({ matched: 5, sent: 5, more: false });
+    await until('cancelled', 20_000, async () => {
+      const states = await s.jobStates();
+      return ['find-00', 'find-05', 'find-10', 'find-15', 'find-20'].every(
+        (id) => states.get(id) === 'CANCELLED',
+      );
+    });
+    const states = await s.jobStates();
+    expect(
+      [...states.entries()]
+        .filter(([, st]) => st === 'CANCELLED')
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual(['find-00', 'find-05', 'find-10', 'find-15', 'find-20']);
+    expect(states.get('b-secret')).toBe('SCHEDULED');
+    // Nothing left to cancel: matched 0, nothing sent.
+    expect((await post({ businessKey: 'customer-7' })).json()).toMatchObject({ matched: 0, sent: 0 });
+  });
 });

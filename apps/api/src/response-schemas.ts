@@ -99,6 +99,13 @@ const NEXT_CURSOR = {
 
 export const JOB_PAGE = object({ jobs: { type: 'array', items: JOB_SUMMARY }, nextCursor: NEXT_CURSOR });
 
+export const BULK_CANCEL = object({
+  matched: { type: 'integer', description: 'cancellable jobs the filter matches' },
+  sent: { type: 'integer', description: 'CancelJob commands sent (0 on a dry run)' },
+  more: { type: 'boolean', description: 'more match than one call takes (10,000): call again' },
+  jobIds: { type: 'array', items: str, description: 'the first 20 of them, by due time' },
+});
+
 export const SCHEDULE = object(
   {
     scheduleId: str,
@@ -294,6 +301,7 @@ export const SUCCESS_RESPONSES: Readonly<Record<string, Readonly<Record<number, 
   'POST /v1/jobs/batch': { 202: JOBS_ACCEPTED },
   'DELETE /v1/jobs/:jobId': { 202: COMMAND_ACCEPTED },
   'GET /v1/jobs': { 200: JOB_PAGE },
+  'POST /v1/jobs/cancel': { 200: BULK_CANCEL },
   'GET /v1/jobs/:jobId': { 200: JOB },
   'GET /v1/schedules': { 200: SCHEDULE_PAGE },
   'GET /v1/schedules/:scheduleId': { 200: SCHEDULE },

@@ -58,6 +58,41 @@ function queryInstant(field: string, raw: string | undefined): number | null {
   return parseInstant(field, /^\d+$/.test(raw) ? Number(raw) : raw);
 }
 
+interface JobFilterInput {
+  state?: string;
+  queue?: string;
+  dueFrom?: string | number;
+  dueTo?: string | number;
+  businessKey?: string;
+}
+
+/** The WHERE clause of a job filter over `$1` (tenant) … `$6`, and its parameters. */
+function jobFilter(tenantId: string, f: JobFilterInput, states: readonly string[] = JOB_STATES) {
+  const instantOf = (field: string, v: string | number | undefined) =>
+    v === undefined ? null : typeof v === 'number' ? parseInstant(field, v) : queryInstant(field, v);
+  return {
+    where: `tenant_id = $1
+         AND ($2::text IS NULL OR state = $2)
+         AND ($3::text IS NULL OR queue = $3)
+         AND ($4::float8 IS NULL OR due_at >= to_timestamp($4::float8 / 1000))
+         AND ($5::float8 IS NULL OR due_at < to_timestamp($5::float8 / 1000))
+         AND ($6::text IS NULL OR business_key = $6)`,
+    params: [
+      tenantId,
+      oneOf('state', f.state, states),
+      f.queue ?? null,
+      instantOf('dueFrom', f.dueFrom),
+      instantOf('dueTo', f.dueTo),
+      f.businessKey ?? null,
+    ] as unknown[],
+  };
+}
+
+/** Jobs a cancel can still stop. */
+const CANCELLABLE = ['SCHEDULED', 'DISPATCHED', 'RUNNING'] as const;
+/** The most jobs one bulk cancel sends commands for. */
+const MAX_BULK_CANCEL = 10_000;
+
 export function registerSearchRoutes(app: FastifyInstance, ctx: ApiContext): void {
   /**
    * The caller's tenant's jobs, by due time then id, filtered by state, queue, due range and business
@@ -78,9 +113,7 @@ export function registerSearchRoutes(app: FastifyInstance, ctx: ApiContext): voi
   }>('/v1/jobs', async (req) => {
     const caller = ctx.caller(req);
     const q = req.query;
-    const state = oneOf('state', q.state, JOB_STATES);
-    const dueFrom = queryInstant('dueFrom', q.dueFrom);
-    const dueTo = queryInstant('dueTo', q.dueTo);
+    const filter = jobFilter(caller.tenantId, q);
     const limit = pageSize(q.limit);
     const after = decodeCursor(q.cursor, 2);
     const { rows } = await ctx.pool.query<Record<string, unknown> & { due_key: string }>(
@@ -89,26 +122,11 @@ export function registerSearchRoutes(app: FastifyInstance, ctx: ApiContext): voi
               dispatched_at AS "dispatchedAt", finished_at AS "finishedAt", created_at AS "createdAt",
               due_at::text AS due_key
        FROM job
-       WHERE tenant_id = $1
-         AND ($2::text IS NULL OR state = $2)
-         AND ($3::text IS NULL OR queue = $3)
-         AND ($4::float8 IS NULL OR due_at >= to_timestamp($4::float8 / 1000))
-         AND ($5::float8 IS NULL OR due_at < to_timestamp($5::float8 / 1000))
-         AND ($6::text IS NULL OR business_key = $6)
+       WHERE ${filter.where}
          AND ($7::timestamptz IS NULL OR (due_at, job_id) > ($7::timestamptz, $8::text))
        ORDER BY due_at, job_id
        LIMIT $9`,
-      [
-        caller.tenantId,
-        state,
-        q.queue ?? null,
-        dueFrom,
-        dueTo,
-        q.businessKey ?? null,
-        after?.[0] ?? null,
-        after?.[1] ?? null,
-        limit,
-      ],
+      [...filter.params, after?.[0] ?? null, after?.[1] ?? null, limit],
     );
     const last = rows.at(-1);
     return {
@@ -116,6 +134,65 @@ export function registerSearchRoutes(app: FastifyInstance, ctx: ApiContext): voi
       nextCursor: rows.length === limit && last ? encodeCursor([last.due_key, String(last.jobId)]) : null,
     };
   });
+
+  /**
+   * Cancels the tenant's jobs a filter matches that a cancel can still stop (SCHEDULED, DISPATCHED,
+   * RUNNING), up to 10,000 per call, each by its own CancelJob command; `dryRun` only counts. At least
+   * one filter is required (no cancel-everything by accident). Answers how many matched, how many
+   * commands were sent, and whether more match than one call takes.
+   */
+  app.post<{ Body: JobFilterInput & { dryRun?: boolean; reason?: string } }>(
+    '/v1/jobs/cancel',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            state: { type: 'string', enum: [...CANCELLABLE] },
+            queue: { type: 'string', minLength: 1 },
+            dueFrom: { type: ['string', 'integer'] },
+            dueTo: { type: ['string', 'integer'] },
+            businessKey: { type: 'string', minLength: 1 },
+            dryRun: { type: 'boolean' },
+            reason: { type: 'string', maxLength: 500 },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const caller = ctx.caller(req);
+      const b = req.body;
+      if ([b.state, b.queue, b.dueFrom, b.dueTo, b.businessKey].every((v) => v === undefined))
+        throw new ApiError(
+          'SCHED_E_VALIDATION',
+          'a bulk cancel needs at least one filter (state, queue, dueFrom, dueTo, businessKey)',
+        );
+      const filter = jobFilter(caller.tenantId, b, CANCELLABLE);
+      const { rows } = await ctx.pool.query<{ job_id: string; matched: number }>(
+        `SELECT job_id, count(*) OVER ()::int AS matched FROM job
+         WHERE ${filter.where} AND state = ANY($7::text[])
+         ORDER BY due_at, job_id LIMIT $8`,
+        [...filter.params, [...CANCELLABLE], MAX_BULK_CANCEL],
+      );
+      const matched = rows[0]?.matched ?? 0;
+      const answer = (sent: number) => ({
+        matched,
+        sent,
+        more: matched > rows.length,
+        jobIds: rows.slice(0, 20).map((r) => r.job_id),
+      });
+      if (b.dryRun === true || rows.length === 0) return answer(0);
+      const cmds = rows.map((r) =>
+        ctx.command(caller, {
+          kind: 'CancelJob',
+          value: { jobId: r.job_id, reason: b.reason ?? 'bulk cancel' },
+        }),
+      );
+      await ctx.send(cmds);
+      return answer(cmds.length);
+    },
+  );
 
   const SCHEDULE_COLUMNS = `schedule_id AS "scheduleId", tenant_id AS "tenantId", queue, state, cron,
     interval_ms::float8 AS "intervalMs", time_zone AS "timeZone", start_at AS "startAt", end_at AS "endAt",
