@@ -332,6 +332,11 @@ export function buildApp(deps: ApiDeps): FastifyInstance {
   return app;
 }
 
+/** An instant from a query string, where every value is text: ISO-8601 with an offset, or digits (ms since the epoch). */
+export function parseQueryInstant(field: string, raw: string): number {
+  return parseInstant(field, /^\d+$/.test(raw) ? Number(raw) : raw);
+}
+
 /** Accepts an ISO-8601 instant with offset, or integer ms since the epoch. */
 export function parseInstant(field: string, v: unknown): number {
   if (typeof v === 'number' && Number.isSafeInteger(v)) return v;

@@ -3,7 +3,7 @@ import type { UpsertScheduleInput } from '@sched/contracts';
 import { compileRecurrence, preview, RecurrenceError, type RecurrenceSpec } from '@sched/recurrence';
 import { occurrenceList } from '@sched/store';
 import type { ApiContext } from './app.js';
-import { parseInstant } from './app.js';
+import { parseInstant, parseQueryInstant } from './app.js';
 import { ApiError } from './errors.js';
 import { commandStatusUrl } from './routes-commands.js';
 
@@ -170,9 +170,7 @@ export function registerScheduleRoutes(app: FastifyInstance, ctx: ApiContext): v
     };
     checkRule(spec);
     const n = Math.min(Math.max(Number(q.n ?? 10), 1), 1000);
-    // In a query string every value is text: integer ms since the epoch come as digits.
-    const from =
-      q.from === undefined ? ctx.now() : parseInstant('from', /^\d+$/.test(q.from) ? Number(q.from) : q.from);
+    const from = q.from === undefined ? ctx.now() : parseQueryInstant('from', q.from);
     return { next: preview(spec, from, n) };
   });
 }

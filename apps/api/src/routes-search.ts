@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ApiContext } from './app.js';
-import { parseInstant } from './app.js';
+import { parseInstant, parseQueryInstant } from './app.js';
 import { ApiError } from './errors.js';
 
 export const JOB_STATES = [
@@ -52,12 +52,6 @@ function oneOf<T extends string>(field: string, raw: string | undefined, allowed
   return raw as T;
 }
 
-/** An instant from the query string: ISO-8601 with an offset, or digits (ms since the epoch). */
-function queryInstant(field: string, raw: string | undefined): number | null {
-  if (raw === undefined) return null;
-  return parseInstant(field, /^\d+$/.test(raw) ? Number(raw) : raw);
-}
-
 interface JobFilterInput {
   state?: string;
   queue?: string;
@@ -69,7 +63,7 @@ interface JobFilterInput {
 /** The WHERE clause of a job filter over `$1` (tenant) … `$6`, and its parameters. */
 function jobFilter(tenantId: string, f: JobFilterInput, states: readonly string[] = JOB_STATES) {
   const instantOf = (field: string, v: string | number | undefined) =>
-    v === undefined ? null : typeof v === 'number' ? parseInstant(field, v) : queryInstant(field, v);
+    v === undefined ? null : typeof v === 'number' ? parseInstant(field, v) : parseQueryInstant(field, v);
   return {
     where: `tenant_id = $1
          AND ($2::text IS NULL OR state = $2)

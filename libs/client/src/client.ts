@@ -14,23 +14,24 @@ import {
   TOPICS,
   type CommandBodyInput,
   type CommandInput,
-  type DstRepeatedPolicy,
-  type DstSkippedPolicy,
   type JobEvent,
   type JobEventType,
-  type MisfirePolicy,
-  type OverlapPolicy,
-  type RetryPolicyInput,
 } from '@sched/contracts';
-import {
-  kafkajsPort,
-  RecordTooLargeError,
-  type GroupConsumer,
-  type KafkaPort,
-  type MessageProducer,
-} from '@sched/kafka';
+import { kafkajsPort, RecordTooLargeError, type KafkaPort, type MessageProducer } from '@sched/kafka';
 import { createLogger, type Logger } from '@sched/logging';
-import { CommandRefusedError, WaitTimeoutError } from './client-error.js';
+import { CommandRefusedError } from './client-error.js';
+import { JobEventWatcher } from './event-watcher.js';
+import {
+  createJobBody,
+  instant,
+  position,
+  upsertScheduleBody,
+  type Instant,
+  type JobSpec,
+  type ScheduleSpec,
+} from './specs.js';
+
+export type { Instant, JobSpec, ScheduleSpec } from './specs.js';
 
 export interface SchedulerClientOptions {
   /** Kafka bootstrap servers, `host:port`. */
@@ -65,108 +66,11 @@ export interface SchedulerClientOptions {
   logger?: Logger;
 }
 
-/** An instant: a Date, epoch milliseconds, or an ISO-8601 string with its offset. */
-export type Instant = Date | number | string;
-
-export interface JobSpec {
-  /** Default: a random UUID. Creating the same id twice is one job (the second is a no-op). */
-  jobId?: string;
-  queue: string;
-  dueAt: Instant;
-  /** Bytes are sent as they are; anything else is sent as JSON. */
-  payload?: unknown;
-  /** -1000..1000; higher is claimed first among jobs due together. */
-  priority?: number;
-  businessKey?: string;
-  maxAttempts?: number;
-  retryPolicy?: RetryPolicyInput;
-  /** Spread the start over [dueAt, dueAt + window] (deterministic per job id). */
-  jitterWindowMs?: number;
-  /** Not started by then: EXPIRED instead of run late. */
-  expiresAt?: Instant;
-  executionTimeoutMs?: number;
-  headers?: Record<string, string>;
-}
-
-export interface ScheduleSpec {
-  scheduleId: string;
-  queue: string;
-  cron?: string;
-  intervalMs?: number;
-  /** IANA zone the cron is read in; default UTC. */
-  timeZone?: string;
-  startAt?: Instant;
-  endAt?: Instant;
-  maxRuns?: number;
-  misfirePolicy?: MisfirePolicy;
-  misfireFireAllCap?: number;
-  misfireDeadlineMs?: number;
-  overlapPolicy?: OverlapPolicy;
-  dstSkippedPolicy?: DstSkippedPolicy;
-  dstRepeatedPolicy?: DstRepeatedPolicy;
-  jitterWindowMs?: number;
-  expectedVersion?: number;
-  /** The job each occurrence creates. */
-  payload?: unknown;
-  priority?: number;
-  headers?: Record<string, string>;
-  maxAttempts?: number;
-  executionTimeoutMs?: number;
-  retryPolicy?: RetryPolicyInput;
-}
-
 /** What a sent command is known by: its id (for `GET /v1/commands/:id`) and the entity it names. */
 export interface CommandReceipt {
   commandId: string;
   jobId?: string;
   scheduleId?: string;
-}
-
-const JOB_FIELDS = new Set<string>([
-  'jobId',
-  'queue',
-  'dueAt',
-  'payload',
-  'priority',
-  'businessKey',
-  'maxAttempts',
-  'retryPolicy',
-  'jitterWindowMs',
-  'expiresAt',
-  'executionTimeoutMs',
-  'headers',
-]);
-const SCHEDULE_FIELDS = new Set<string>([
-  'scheduleId',
-  'queue',
-  'cron',
-  'intervalMs',
-  'timeZone',
-  'startAt',
-  'endAt',
-  'maxRuns',
-  'misfirePolicy',
-  'misfireFireAllCap',
-  'misfireDeadlineMs',
-  'overlapPolicy',
-  'dstSkippedPolicy',
-  'dstRepeatedPolicy',
-  'jitterWindowMs',
-  'expectedVersion',
-  'payload',
-  'priority',
-  'headers',
-  'maxAttempts',
-  'executionTimeoutMs',
-  'retryPolicy',
-]);
-
-/** Events remembered for `waitFor`, by job (the oldest jobs are forgotten first). */
-const REMEMBERED_JOBS = 100_000;
-
-interface Waiter {
-  states: ReadonlySet<string>;
-  resolve(event: JobEvent): void;
 }
 
 /**
@@ -184,11 +88,7 @@ export class SchedulerClient {
   private readonly limits: ValidationLimits;
   private readonly names: KnownNames;
   private readonly commandsTopic: string;
-  private readonly eventsTopic: string;
-  private events: GroupConsumer | null = null;
-  private eventsReady: Promise<void> | null = null;
-  private readonly seen = new Map<string, JobEvent[]>();
-  private readonly waiters = new Map<string, Waiter[]>();
+  private readonly events: JobEventWatcher;
   private closed = false;
 
   private constructor(
@@ -201,7 +101,7 @@ export class SchedulerClient {
     const queues = options.queues ? new Set(options.queues) : null;
     this.names = { hasQueue: (q) => queues === null || queues.has(q), hasTenant: () => true };
     this.commandsTopic = options.commandsTopic ?? TOPICS.commands;
-    this.eventsTopic = options.eventsTopic ?? TOPICS.events;
+    this.events = new JobEventWatcher(kafka, contracts, options.eventsTopic ?? TOPICS.events);
   }
 
   /** Registers the contract schemas (an existing identical schema keeps its id) and connects. */
@@ -218,7 +118,7 @@ export class SchedulerClient {
     await contracts.registerAll();
     const producer = await kafka.producer({ idempotent: true });
     const client = new SchedulerClient(options, kafka, contracts, producer);
-    if (options.watchEvents) await client.watch();
+    if (options.watchEvents) await client.events.watch();
     return client;
   }
 
@@ -232,30 +132,7 @@ export class SchedulerClient {
   async createJobs(jobs: readonly JobSpec[]): Promise<(CommandReceipt & { jobId: string })[]> {
     if (!Array.isArray(jobs) || jobs.length === 0)
       throw new CommandRefusedError(RejectionReason.INVALID_FIELD, 'createJobs needs at least one job');
-    const bodies = jobs.map((job, i): CommandBodyInput => {
-      unknownFields(job, JOB_FIELDS, i, jobs.length);
-      return {
-        kind: 'CreateJob',
-        // Fields left out take the contract's defaults (the Avro schema's), as on every producer.
-        value: defined({
-          jobId: job.jobId ?? randomUUID(),
-          queue: job.queue,
-          dueAtMs: instant('dueAt', job.dueAt, RejectionReason.DUE_AT_OUT_OF_RANGE, position(i, jobs.length)),
-          payload: payloadBytes(job.payload),
-          priority: job.priority,
-          businessKey: job.businessKey,
-          maxAttempts: job.maxAttempts,
-          retryPolicy: job.retryPolicy,
-          jitterWindowMs: job.jitterWindowMs,
-          expiresAtMs:
-            job.expiresAt === undefined
-              ? undefined
-              : instant('expiresAt', job.expiresAt, RejectionReason.INVALID_FIELD, position(i, jobs.length)),
-          executionTimeoutMs: job.executionTimeoutMs,
-          headers: job.headers,
-        }),
-      };
-    });
+    const bodies = jobs.map((job, i) => createJobBody(job, i, jobs.length));
     const sent = await this.send(bodies);
     return sent.map((s) => ({ commandId: s.commandId, jobId: s.entityId }));
   }
@@ -284,40 +161,7 @@ export class SchedulerClient {
 
   /** Creates or replaces a recurring schedule: a cron (in its zone, with DST policies) or an interval. */
   async upsertSchedule(spec: ScheduleSpec): Promise<CommandReceipt> {
-    unknownFields(spec, SCHEDULE_FIELDS, 0, 1);
-    const opt = (what: string, v: Instant | undefined) =>
-      v === undefined ? undefined : instant(what, v, RejectionReason.INVALID_SCHEDULE_WINDOW, 0);
-    const [s] = await this.send([
-      {
-        kind: 'UpsertSchedule',
-        value: defined({
-          scheduleId: spec.scheduleId,
-          queue: spec.queue,
-          cron: spec.cron,
-          intervalMs: spec.intervalMs,
-          timeZone: spec.timeZone ?? 'UTC',
-          startAtMs: opt('startAt', spec.startAt),
-          endAtMs: opt('endAt', spec.endAt),
-          maxRuns: spec.maxRuns,
-          misfirePolicy: spec.misfirePolicy,
-          misfireFireAllCap: spec.misfireFireAllCap,
-          misfireDeadlineMs: spec.misfireDeadlineMs,
-          overlapPolicy: spec.overlapPolicy,
-          dstSkippedPolicy: spec.dstSkippedPolicy,
-          dstRepeatedPolicy: spec.dstRepeatedPolicy,
-          jitterWindowMs: spec.jitterWindowMs,
-          expectedVersion: spec.expectedVersion,
-          jobTemplate: defined({
-            payload: payloadBytes(spec.payload),
-            priority: spec.priority,
-            headers: spec.headers,
-            maxAttempts: spec.maxAttempts,
-            executionTimeoutMs: spec.executionTimeoutMs,
-            retryPolicy: spec.retryPolicy,
-          }),
-        }),
-      },
-    ]);
+    const [s] = await this.send([upsertScheduleBody(spec)]);
     return { commandId: s!.commandId, scheduleId: spec.scheduleId };
   }
 
@@ -337,47 +181,21 @@ export class SchedulerClient {
   /**
    * Resolves with the first lifecycle event of `jobId` whose type is one of `states`, seen on the
    * events topic since the client started following it (`watchEvents`, or the first `waitFor`).
-   * Rejects with WaitTimeoutError after `timeoutMs` (default 30 s).
-   *
-   * The platform writes `CANCELLED`, `RESCHEDULED`, `EXPIRED`, `RETRY_SCHEDULED` and
-   * `DEAD_LETTERED`; `SUCCEEDED` only from workers started with `SCHED_WORKER_LIFECYCLE_EVENTS=all`
-   * (an outbox row per job). A create has no event: ask `GET /v1/commands/:commandId` for that.
+   * Rejects with WaitTimeoutError after `timeoutMs` (default 30 s). See `JobEventWatcher`.
    */
-  async waitFor(
+  waitFor(
     jobId: string,
     states: JobEventType | readonly JobEventType[],
     options: { timeoutMs?: number } = {},
   ): Promise<JobEvent> {
-    const wanted: ReadonlySet<string> = new Set(typeof states === 'string' ? [states] : states);
-    const timeoutMs = options.timeoutMs ?? 30_000;
-    await this.watch();
-    const hit = this.seen.get(jobId)?.find((e) => wanted.has(e.type));
-    if (hit) return hit;
-    return new Promise<JobEvent>((resolve, reject) => {
-      const waiter: Waiter = {
-        states: wanted,
-        resolve: (event) => {
-          clearTimeout(timer);
-          resolve(event);
-        },
-      };
-      const timer = setTimeout(() => {
-        const list = this.waiters.get(jobId)?.filter((w) => w !== waiter) ?? [];
-        if (list.length > 0) this.waiters.set(jobId, list);
-        else this.waiters.delete(jobId);
-        reject(new WaitTimeoutError(jobId, [...wanted], timeoutMs));
-      }, timeoutMs);
-      const list = this.waiters.get(jobId) ?? [];
-      list.push(waiter);
-      this.waiters.set(jobId, list);
-    });
+    return this.events.waitFor(jobId, states, options.timeoutMs ?? 30_000);
   }
 
   /** Stops following events and disconnects the producer. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.events?.stop();
+    await this.events.stop();
     await this.producer.disconnect();
   }
 
@@ -456,96 +274,4 @@ export class SchedulerClient {
     }
     return records.map((r) => ({ commandId: r.commandId, entityId: r.key }));
   }
-
-  /** Starts following the events topic (once), from its end, and waits for the assignment. */
-  private watch(): Promise<void> {
-    if (this.eventsReady) return this.eventsReady;
-    let assigned!: () => void;
-    const ready = new Promise<void>((resolve) => (assigned = resolve));
-    this.events = this.kafka.groupConsumer(
-      {
-        groupId: `sched-client-events-${randomUUID()}`,
-        topics: [this.eventsTopic],
-        fromBeginning: false,
-        maxWaitTimeMs: 50,
-        sessionTimeoutMs: 10_000,
-        heartbeatIntervalMs: 1_000,
-      },
-      {
-        onAssigned: async () => assigned(),
-        onBatch: async (batch) => {
-          for (const m of batch.messages) {
-            if (!m.value) continue;
-            const event = await this.contracts.decodeEvent(m.value).catch(() => null);
-            if (event) this.remember(event);
-          }
-        },
-      },
-    );
-    // The group's offsets are set at the first fetch after the assignment: a short wait so an event
-    // of a command sent right after `connect` is not before the point followed from.
-    this.eventsReady = this.events
-      .start()
-      .then(() => ready)
-      .then(() => new Promise((r) => setTimeout(r, 500)));
-    return this.eventsReady;
-  }
-
-  private remember(event: JobEvent): void {
-    const list = this.seen.get(event.jobId);
-    if (list) list.push(event);
-    else {
-      if (this.seen.size >= REMEMBERED_JOBS) this.seen.delete(this.seen.keys().next().value!);
-      this.seen.set(event.jobId, [event]);
-    }
-    const waiting = this.waiters.get(event.jobId);
-    if (!waiting) return;
-    const rest = waiting.filter((w) => {
-      if (!w.states.has(event.type)) return true;
-      w.resolve(event);
-      return false;
-    });
-    if (rest.length > 0) this.waiters.set(event.jobId, rest);
-    else this.waiters.delete(event.jobId);
-  }
-}
-
-/** 1-based position in a batch of more than one, 0 for a single command (CommandRefusedError.index). */
-function position(i: number, of: number): number {
-  return of > 1 ? i + 1 : 0;
-}
-
-function unknownFields(spec: object, allowed: ReadonlySet<string>, i: number, of: number): void {
-  if (spec === null || typeof spec !== 'object')
-    throw new CommandRefusedError(RejectionReason.INVALID_FIELD, 'expected an object', position(i, of));
-  const unknown = Object.keys(spec).filter((k) => !allowed.has(k));
-  if (unknown.length > 0)
-    throw new CommandRefusedError(
-      RejectionReason.INVALID_FIELD,
-      `unknown field(s) ${unknown.join(', ')} (known: ${[...allowed].join(', ')})`,
-      position(i, of),
-    );
-}
-
-function instant(what: string, v: Instant, reason: CommandRefusedError['reason'], index: number): number {
-  const ms = v instanceof Date ? v.getTime() : typeof v === 'string' ? Date.parse(v) : v;
-  if (typeof ms !== 'number' || !Number.isFinite(ms))
-    throw new CommandRefusedError(
-      reason,
-      `${what} must be a Date, epoch milliseconds or an ISO-8601 string (got ${JSON.stringify(v)})`,
-      index,
-    );
-  return Math.round(ms);
-}
-
-/** The object without its undefined fields, so the encoder writes the schema's default for them. */
-function defined<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
-function payloadBytes(payload: unknown): Buffer {
-  if (Buffer.isBuffer(payload)) return payload;
-  if (payload instanceof Uint8Array)
-    return Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
-  return Buffer.from(JSON.stringify(payload ?? null));
 }
